@@ -1,0 +1,1 @@
+"""teeny_ir's passes: one pass per module, file name = pass name with '-' -> '_'."""

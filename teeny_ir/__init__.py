@@ -1,0 +1,36 @@
+"""teeny_ir: a graph-IR compiler framework on xDSL, in the style of MLIR.
+
+The package is lazy (PEP 562): importing it costs nothing, and each public
+name imports its module on first use, so ``dialects`` and ``passes`` can import
+teeny_ir's utility modules without a cycle.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from teeny_ir.diagnostics import DiagnosticError
+    from teeny_ir.parsing import parse_module, print_module
+    from teeny_ir.pass_manager import PassManager
+
+__all__ = ["DiagnosticError", "PassManager", "parse_module", "print_module"]
+
+_LAZY = {
+    "DiagnosticError": "teeny_ir.diagnostics",
+    "PassManager": "teeny_ir.pass_manager",
+    "parse_module": "teeny_ir.parsing",
+    "print_module": "teeny_ir.parsing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'teeny_ir' has no attribute '{name}'")
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -1,0 +1,341 @@
+"""Hardened parsing, verification and printing of IR text.
+
+xDSL's parser is used as it is, with these changes (see XDSL_NOTES.md):
+
+- every op gets a ``file:line:col`` location on its name token, recorded as an
+  offset while parsing and mapped to a line once at the end (linear time);
+- the lexer's string-literal regex is replaced by an equivalent possessive form
+  (the stock one backtracks exponentially on an unterminated string);
+- limits on bracket nesting, integer-type width and dimension size give
+  located errors instead of ``RecursionError``/``MemoryError``;
+- every exception type that escapes xDSL for bad input becomes a located
+  diagnostic, raised as one `DiagnosticError`;
+- empty and comment-only input is an empty module, as in mlir-opt;
+- the ``external_resources`` section of a file-metadata trailer (MLIR's
+  reproducer configuration) is read and ignored instead of crashing.
+
+Verification runs op by op in post-order so that each error names its op and
+one file can report several errors.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    UNKNOWN_LOC,
+    FileLineColLoc,
+    IntAttr,
+    ModuleOp,
+    StringAttr,
+    TypeAttribute,
+)
+from xdsl.ir import Operation
+from xdsl.parser import Parser
+from xdsl.printer import Printer
+from xdsl.utils.exceptions import ParseError, VerifyException
+from xdsl.utils.lexer import Input, Span
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+
+from teeny_ir.diagnostics import (
+    Diagnostic,
+    DiagnosticError,
+    Severity,
+    SourceFile,
+    loc_of,
+)
+
+MAX_NESTING_DEPTH = 96
+"""Deepest bracket nesting accepted; xDSL's recursive parser needs roughly ten
+Python frames per level, and this keeps well inside the raised frame limit."""
+
+MAX_INTEGER_WIDTH = 16_777_215
+"""MLIR's limit on the bit width of an integer type."""
+
+MAX_DIMENSION = 2**31 - 1
+"""Largest tensor dimension accepted."""
+
+_RECURSION_LIMIT = 6000
+
+# Same language as xDSL's `_unescaped_characters_regex`, written with possessive
+# quantifiers so that an unterminated string fails in linear time.
+_STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*+"')
+
+# Tokens that matter for the nesting pre-scan: strings and comments are
+# skipped, `->` is not a closing bracket.
+_NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]++|\\.)*+"?|//[^\n]*+|->|[<(\[{]|[>)\]}]')
+_OPENERS = frozenset("<([{")
+
+_INTEGER_TYPE = re.compile(r"[su]?i([0-9]+)")
+
+
+class _HardenedLexer(MLIRLexer):
+    _unescaped_characters_regex = _STRING_LITERAL
+
+
+class TeenyParser(Parser):
+    """xDSL's parser with op locations, input limits and a tolerant metadata trailer."""
+
+    def __init__(self, ctx: Context, source: SourceFile) -> None:
+        # Parser.__init__ builds its own lexer; rebuild the state around ours.
+        super().__init__(ctx, "", source.filename)
+        from xdsl.parser.generic_parser import ParserState
+
+        self._parser_state = ParserState(_HardenedLexer(Input(source.text, source.filename)))
+        self.source = source
+        self._name_offsets: list[int] = []
+        self._located: list[tuple[Operation, int]] = []
+
+    # --- locations -------------------------------------------------------
+    def _parse_op_result_list(self) -> list[tuple[Span, int]]:
+        results = super()._parse_op_result_list()
+        self._name_offsets.append(self._current_token.span.start)
+        return results
+
+    def parse_operation(self) -> Operation:
+        op = super().parse_operation()
+        offset = self._name_offsets.pop()
+        if op.location == UNKNOWN_LOC:
+            self._located.append((op, offset))
+        return op
+
+    def assign_locations(self) -> None:
+        """Give every parsed op without an explicit ``loc(...)`` its position."""
+        filename = StringAttr(self.source.filename)
+        line_col = self.source.line_col
+        for op, offset in self._located:
+            line, col = line_col(offset)
+            op.location = FileLineColLoc(filename, IntAttr(line), IntAttr(col))
+        self._located.clear()
+
+    # --- limits ----------------------------------------------------------
+    def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:
+        token = self._current_token
+        if token.kind == MLIRTokenKind.BARE_IDENT:
+            match = _INTEGER_TYPE.fullmatch(token.text)
+            if match is not None and (
+                len(match.group(1)) > 9 or int(match.group(1)) > MAX_INTEGER_WIDTH
+            ):
+                self.raise_error(
+                    f"integer bitwidth is limited to {MAX_INTEGER_WIDTH} bits", token.span
+                )
+        return super()._parse_optional_integer_or_float_type()
+
+    def parse_shape_dimension(self, allow_dynamic: bool = True) -> int:
+        token = self._current_token
+        value = super().parse_shape_dimension(allow_dynamic)
+        if value > MAX_DIMENSION:
+            self.raise_error(
+                f"dimension size {value} exceeds the limit of {MAX_DIMENSION}", token.span
+            )
+        return value
+
+    # --- file metadata ---------------------------------------------------
+    def _parse_external_resources(self) -> None:
+        """Read ``external_resources: {...}`` (e.g. an MLIR reproducer) and ignore it."""
+        self.parse_comma_separated_list(self.Delimiter.BRACES, self._skip_resource_entry)
+
+    def _skip_resource_entry(self) -> None:
+        self._parse_token(MLIRTokenKind.BARE_IDENT, "expected a resource key")
+        self._parse_token(MLIRTokenKind.COLON, "expected ':' after a resource key")
+        if self._current_token.kind == MLIRTokenKind.L_BRACE:
+            self.parse_comma_separated_list(self.Delimiter.BRACES, self._skip_resource_entry)
+        elif self._current_token.kind in (
+            MLIRTokenKind.STRING_LIT,
+            MLIRTokenKind.INTEGER_LIT,
+            MLIRTokenKind.BARE_IDENT,
+        ):
+            self._consume_token()
+        else:
+            self.raise_error("expected a resource value")
+
+
+def _check_nesting(source: SourceFile) -> None:
+    depth = 0
+    for match in _NESTING_TOKENS.finditer(source.text):
+        char = match.group()
+        if char in _OPENERS:
+            depth += 1
+            if depth > MAX_NESTING_DEPTH:
+                raise DiagnosticError.single(
+                    f"nesting is deeper than the limit of {MAX_NESTING_DEPTH} levels",
+                    source.loc(match.start()),
+                )
+        elif len(char) == 1 and depth > 0:
+            depth -= 1
+
+
+@contextmanager
+def _recursion_headroom() -> Iterator[None]:
+    old = sys.getrecursionlimit()
+    if old < _RECURSION_LIMIT:
+        sys.setrecursionlimit(_RECURSION_LIMIT)
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
+def decode_source(data: bytes, filename: str) -> str:
+    """Decode UTF-8 input, turning a bad byte into a located diagnostic."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        prefix = data[: err.start].decode("utf-8", errors="replace")
+        source = SourceFile(prefix, filename)
+        raise DiagnosticError.single(
+            f"invalid UTF-8 byte 0x{data[err.start]:02x} in input", source.loc(len(prefix))
+        ) from None
+
+
+def _describe(err: BaseException) -> str:
+    """A one-line message for an exception that escaped xDSL's parser."""
+    if isinstance(err, RecursionError):
+        return "input is nested too deeply to parse"
+    if isinstance(err, MemoryError | OverflowError):
+        return "a value in the input is too large"
+    if isinstance(err, KeyError):
+        return f"invalid input: redefinition or bad reference of {err}"
+    text = str(err).strip().splitlines()
+    detail = text[0] if text else type(err).__name__
+    if isinstance(err, VerifyException):
+        return detail
+    return f"invalid input: {detail}"
+
+
+def _parse_error_diagnostic(err: ParseError, source: SourceFile) -> Diagnostic:
+    message = err.msg.strip().splitlines()[0] if err.msg.strip() else "parse error"
+    return Diagnostic(Severity.ERROR, message, source.loc(err.span.start))
+
+
+def parse_source(source: SourceFile, ctx: Context | None = None) -> ModuleOp:
+    """Parse one buffer into a module with located ops (raises DiagnosticError)."""
+    if ctx is None:
+        from teeny_ir.context import make_context
+
+        ctx = make_context()
+    _check_nesting(source)
+    parser: TeenyParser | None = None
+    try:
+        with _recursion_headroom():
+            parser = TeenyParser(ctx, source)
+            if parser._current_token.kind == MLIRTokenKind.EOF:  # pyright: ignore[reportPrivateUsage]
+                module = ModuleOp([])
+            else:
+                module = parser.parse_module()
+            parser.assign_locations()
+            return module
+    except ParseError as err:
+        raise DiagnosticError([_parse_error_diagnostic(err, source)]) from None
+    except DiagnosticError:
+        raise
+    except (Exception, RecursionError, MemoryError) as err:  # noqa: BLE001 - all become diagnostics
+        raise DiagnosticError([_unexpected_failure(err, parser, source)]) from None
+    except BaseException as err:
+        # xDSL's ArgSpecParseError derives from BaseException; let the
+        # interpreter's own control flow (KeyboardInterrupt, SystemExit) through.
+        if isinstance(err, KeyboardInterrupt | SystemExit | GeneratorExit):
+            raise
+        raise DiagnosticError([_unexpected_failure(err, parser, source)]) from None
+
+
+def _unexpected_failure(
+    err: BaseException, parser: TeenyParser | None, source: SourceFile
+) -> Diagnostic:
+    offset = 0
+    if parser is not None:
+        try:
+            offset = parser._current_token.span.start  # pyright: ignore[reportPrivateUsage]
+        except Exception:  # noqa: BLE001 - the parser may be half-built
+            offset = 0
+    return Diagnostic(Severity.ERROR, _describe(err), source.loc(offset))
+
+
+def parse_module(
+    text: str | bytes,
+    filename: str = "<string>",
+    *,
+    first_line: int = 1,
+    ctx: Context | None = None,
+    verify: bool = True,
+) -> ModuleOp:
+    """Parse (and by default verify) IR text; bad input raises `DiagnosticError`
+    carrying every located message."""
+    if isinstance(text, bytes):
+        text = decode_source(text, filename)
+    module = parse_source(SourceFile(text, filename, first_line), ctx)
+    if verify:
+        errors = verify_ops(module)
+        if errors:
+            raise DiagnosticError(errors)
+    return module
+
+
+def _walk_post_order(op: Operation) -> Iterator[Operation]:
+    # Explicit stack: deep region nesting must not hit Python's recursion limit.
+    stack: list[tuple[Operation, bool]] = [(op, False)]
+    while stack:
+        current, expanded = stack.pop()
+        if expanded:
+            yield current
+            continue
+        stack.append((current, True))
+        children = [child for region in current.regions for block in region.blocks for child in block.ops]
+        stack.extend((child, False) for child in reversed(children))
+
+
+def verify_ops(
+    module: Operation, describe: Callable[[Operation], str] | None = None
+) -> list[Diagnostic]:
+    """Verify op by op (post-order) and return one error per failing op.
+
+    ``describe`` renders the op for a "see current operation" note; None omits
+    the note (as mlir-opt does under ``--verify-diagnostics``).
+    """
+    errors: list[Diagnostic] = []
+    for op in _walk_post_order(module):
+        try:
+            op.verify(verify_nested_ops=False)
+        except VerifyException as err:
+            errors.append(_op_error(op, str(err), describe))
+        except Exception as err:  # noqa: BLE001 - verifiers of any dialect may misbehave
+            errors.append(_op_error(op, f"verifier failed: {err}", describe))
+    return errors
+
+
+def _op_error(
+    op: Operation, message: str, describe: Callable[[Operation], str] | None
+) -> Diagnostic:
+    first = message.strip().splitlines()[0] if message.strip() else "verification failed"
+    diagnostic = Diagnostic(Severity.ERROR, f"'{op.name}' op {first}", loc_of(op))
+    if describe is not None:
+        diagnostic.attach_note(f"see current operation: {describe(op)}", loc_of(op))
+    return diagnostic
+
+
+def print_module(
+    module: Operation, *, generic: bool = False, debuginfo: bool = False
+) -> str:
+    """Print IR text (custom formats unless ``generic``; locations with ``debuginfo``)."""
+    from io import StringIO
+
+    stream = StringIO()
+    printer = Printer(stream=stream, print_generic_format=generic, print_debuginfo=debuginfo)
+    printer.print_op(module)
+    stream.write("\n")
+    return stream.getvalue()
+
+
+def describe_op(op: Operation) -> str:
+    """An op in generic form on one line, regions elided, for notes."""
+    from io import StringIO
+
+    stream = StringIO()
+    Printer(stream=stream, print_generic_format=True).print_op(op)
+    text = stream.getvalue()
+    first = text.splitlines()[0] if text else op.name
+    return first if len(first) <= 300 else first[:297] + "..."

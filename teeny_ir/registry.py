@@ -1,0 +1,104 @@
+"""The pass registry: pass name -> entry with a lazy loader.
+
+Loading a pass class imports its module, so nothing here imports a pass until
+a pipeline names it (or `--list-passes` asks for every summary). Each pass
+declares the ops it may be anchored on with a class attribute ``anchors``;
+foreign passes (xDSL's) get theirs from their entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from xdsl.passes import ModulePass
+
+MODULE_AND_FUNCTION = ("builtin.module", "func.func")
+"""Anchors of passes that only touch the body of the op they run on."""
+
+
+@dataclass(frozen=True)
+class PassEntry:
+    """One registered pass: how to load it and where it may run."""
+
+    name: str
+    load: Callable[[], type[ModulePass]]
+    foreign_anchors: tuple[str, ...] | None = None
+    """Anchors for passes that cannot declare their own (xDSL's upstream passes)."""
+    foreign_summary: str = ""
+    """One-line summary for passes without a usable docstring."""
+
+    def anchors(self) -> tuple[str, ...]:
+        """The op names this pass may be anchored on."""
+        if self.foreign_anchors is not None:
+            return self.foreign_anchors
+        return tuple(getattr(self.load(), "anchors", ("builtin.module",)))
+
+    def summary(self) -> str:
+        """The first line of the pass's docstring (or the registered summary)."""
+        if self.foreign_summary:
+            return self.foreign_summary
+        doc = (self.load().__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+def _cse() -> type[ModulePass]:
+    from xdsl.transforms.common_subexpression_elimination import (
+        CommonSubexpressionElimination,
+    )
+
+    return CommonSubexpressionElimination
+
+
+def _canonicalize() -> type[ModulePass]:
+    from xdsl.transforms.canonicalize import CanonicalizePass
+
+    return CanonicalizePass
+
+
+def _dce() -> type[ModulePass]:
+    from xdsl.transforms.dead_code_elimination import DeadCodeElimination
+
+    return DeadCodeElimination
+
+
+_PASSES: dict[str, PassEntry] = {
+    entry.name: entry
+    for entry in (
+        PassEntry(
+            "canonicalize",
+            _canonicalize,
+            MODULE_AND_FUNCTION,
+            "apply every canonicalization pattern and fold constants (xDSL)",
+        ),
+        PassEntry(
+            "cse",
+            _cse,
+            MODULE_AND_FUNCTION,
+            "eliminate common subexpressions among side-effect-free ops (xDSL)",
+        ),
+        PassEntry("dce", _dce, MODULE_AND_FUNCTION, "remove dead side-effect-free ops (xDSL)"),
+    )
+}
+
+
+def lookup(name: str) -> PassEntry | None:
+    return _PASSES.get(name)
+
+
+def names() -> list[str]:
+    """Every registered pass name, sorted."""
+    return sorted(_PASSES)
+
+
+def register(entry: PassEntry) -> None:
+    """Add a pass (used by tests for passes that must never be listed)."""
+    if entry.name in _PASSES:
+        raise ValueError(f"pass '{entry.name}' is already registered")
+    _PASSES[entry.name] = entry
+
+
+def unregister(name: str) -> None:
+    del _PASSES[name]
