@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -152,38 +152,34 @@ def loc_of(where: Operation | Attribute | SourceLoc | None) -> SourceLoc | None:
     """
     if where is None or isinstance(where, SourceLoc):
         return where
-    from xdsl.dialects.builtin import CallSiteLoc, FileLineColLoc, FusedLoc, NameLoc
+    from xdsl.dialects.builtin import ArrayAttr, CallSiteLoc, FileLineColLoc, FusedLoc, NameLoc
     from xdsl.ir import Operation
 
     attr = where.location if isinstance(where, Operation) else where
     if isinstance(attr, FileLineColLoc):
         return SourceLoc(attr.filename.data, attr.line.data, attr.column.data)
-    if isinstance(attr, FusedLoc):
+    if isinstance(attr, FusedLoc) and isinstance(attr.locations, ArrayAttr):
         for inner in attr.locations:
             if (resolved := loc_of(inner)) is not None:
                 return resolved
         return None
     if isinstance(attr, NameLoc):
-        return loc_of(attr.child_loc)
+        return loc_of(attr.location)
     if isinstance(attr, CallSiteLoc):
         return loc_of(attr.callee)
     return None
 
 
-Handler = Callable[[Diagnostic], None]
-
-
 class DiagnosticEngine:
     """Collects diagnostics emitted while parsing, verifying or running passes.
 
-    Passes reach the engine of the current run through `engine_of(ctx)`.
-    Handlers (the driver's printer, ``--verify-diagnostics``) see every
-    diagnostic as it is emitted; the engine also keeps them all.
+    Passes reach the engine of the current run through `engine_of(ctx)`; the
+    driver reports what it collected (or checks it under
+    ``--verify-diagnostics``) when the run ends.
     """
 
     def __init__(self) -> None:
         self.diagnostics: list[Diagnostic] = []
-        self.handlers: list[Handler] = []
 
     def emit(
         self,
@@ -191,8 +187,7 @@ class DiagnosticEngine:
         message: str,
         where: Operation | Attribute | SourceLoc | None = None,
     ) -> Diagnostic:
-        """Record a diagnostic; attach notes to the returned object before the
-        pass returns (handlers are called when the run reports, not here)."""
+        """Record a diagnostic; attach notes to the returned object."""
         diagnostic = Diagnostic(severity, message, loc_of(where))
         self.diagnostics.append(diagnostic)
         return diagnostic

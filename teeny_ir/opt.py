@@ -127,8 +127,8 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         stderr.write(f"{PROG}: error: give --pass-pipeline or -p, not both\n")
         return 1
 
-    from teeny_ir.pass_manager import Instrumentation, PassManager, Timing
     from teeny_ir.parsing import describe_op
+    from teeny_ir.pass_manager import Instrumentation, PassManager, Timing
 
     timing = Timing() if args.mlir_timing else None
     instrumentation = Instrumentation(

@@ -32,9 +32,8 @@ from xdsl.dialects.builtin import (
     IntAttr,
     ModuleOp,
     StringAttr,
-    TypeAttribute,
 )
-from xdsl.ir import Operation
+from xdsl.ir import Operation, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
@@ -200,6 +199,8 @@ def _describe(err: BaseException) -> str:
         return "a value in the input is too large"
     if isinstance(err, KeyError):
         return f"invalid input: redefinition or bad reference of {err}"
+    if isinstance(err, ValueError) and "integer string conversion" in str(err):
+        return "integer literal has too many digits"
     text = str(err).strip().splitlines()
     detail = text[0] if text else type(err).__name__
     if isinstance(err, VerifyException):

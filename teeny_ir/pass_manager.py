@@ -174,7 +174,7 @@ class PassManager:
             engine.extend(err.diagnostics)
         except PassFailedException as err:
             engine.error(f"pass '{pass_.name}' failed: {err}", op)
-        except Exception as err:  # noqa: BLE001 - any other exception is a compiler bug
+        except Exception as err:
             raise PassInternalError(pass_.name, f"{type(err).__name__}: {err}") from err
         self._time(path, start)
         if sum(d.severity is Severity.ERROR for d in engine.diagnostics) > errors_before:

@@ -1,0 +1,131 @@
+"""Shared fixtures: in-process teeny-opt runs and passes registered only for tests.
+
+The passes here are never in `teeny_ir.registry` outside a test that asks for
+them, so `--list-passes` never shows them.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import pytest
+from xdsl.context import Context
+from xdsl.dialects import builtin
+from xdsl.ir import Operation
+from xdsl.passes import ModulePass
+from xdsl.utils.exceptions import PassFailedException
+
+from teeny_ir import registry
+from teeny_ir.diagnostics import Severity, engine_of
+
+
+@dataclass
+class OptResult:
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_opt(argv: Sequence[str], stdin: str | bytes = b"") -> OptResult:
+    """Run teeny-opt in-process and capture its streams."""
+    from teeny_ir.opt import run
+
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    out, err = io.StringIO(), io.StringIO()
+    code = run(list(argv), io.BytesIO(data), out, err)
+    return OptResult(code, out.getvalue(), err.getvalue())
+
+
+@dataclass(frozen=True)
+class CrashPass(ModulePass):
+    """Raises an exception (a stand-in for a compiler bug)."""
+
+    name = "test-crash"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        raise ZeroDivisionError("boom")
+
+
+@dataclass(frozen=True)
+class BreakIRPass(ModulePass):
+    """Leaves invalid IR: removes every function's terminator."""
+
+    name = "test-break-ir"
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        for func in list(op.walk()):
+            if func.name == "func.return":
+                func.detach()
+                func.erase()
+
+
+@dataclass(frozen=True)
+class DiagnosePass(ModulePass):
+    """Emits a diagnostic of the chosen severity on every function, with a note."""
+
+    name = "test-diagnose"
+    severity: Literal["error", "warning", "remark"] = "remark"
+    fail: bool = False
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        engine = engine_of(ctx)
+        for func in op.walk():
+            if func.name == "func.func":
+                diagnostic = engine.emit(Severity(self.severity), "visited this function", func)
+                diagnostic.attach_note("a note from the pass", diagnostic.location)
+        if self.fail:
+            raise PassFailedException("gave up")
+
+
+@dataclass(frozen=True)
+class OptionsPass(ModulePass):
+    """Records its options on the module as an attribute (to check parsing)."""
+
+    name = "test-options"
+    count: int = 1
+    ratio: float = 0.5
+    flag: bool = False
+    label: str = ""
+    sizes: tuple[int, ...] = ()
+    mode: Literal["inference", "training"] = "inference"
+    out_dir: str | None = None
+
+    def apply(self, ctx: Context, op: builtin.ModuleOp) -> None:
+        op.attributes["test.options"] = builtin.StringAttr(repr(self))
+
+
+@dataclass(frozen=True)
+class FunctionOnlyPass(ModulePass):
+    """Counts the ops it is run on (anchored on functions only)."""
+
+    name = "test-function-only"
+    anchors: ClassVar[tuple[str, ...]] = ("func.func",)
+    visited: ClassVar[list[str]] = []
+
+    def apply(self, ctx: Context, op: Operation) -> None:  # type: ignore[override]
+        FunctionOnlyPass.visited.append(op.name)
+
+
+TEST_PASSES: tuple[type[ModulePass], ...] = (
+    CrashPass,
+    BreakIRPass,
+    DiagnosePass,
+    OptionsPass,
+    FunctionOnlyPass,
+)
+
+
+@pytest.fixture
+def test_passes() -> Iterator[None]:
+    """Register the test-only passes for one test."""
+    for cls in TEST_PASSES:
+        registry.register(registry.PassEntry(cls.name, lambda cls=cls: cls))
+    try:
+        yield
+    finally:
+        for cls in TEST_PASSES:
+            registry.unregister(cls.name)
+        FunctionOnlyPass.visited.clear()
