@@ -18,12 +18,6 @@ def _builtin() -> Dialect:
     return Builtin
 
 
-def _cf() -> Dialect:
-    from xdsl.dialects.cf import Cf
-
-    return Cf
-
-
 def _func() -> Dialect:
     from xdsl.dialects.func import Func
 
@@ -45,7 +39,6 @@ def _graph() -> Dialect:
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "arith": _arith,
     "builtin": _builtin,
-    "cf": _cf,
     "func": _func,
     "graph": _graph,
 }

@@ -192,13 +192,19 @@ class DiagnosticEngine:
         self.diagnostics.append(diagnostic)
         return diagnostic
 
-    def error(self, message: str, where: Operation | Attribute | SourceLoc | None = None) -> Diagnostic:
+    def error(
+        self, message: str, where: Operation | Attribute | SourceLoc | None = None
+    ) -> Diagnostic:
         return self.emit(Severity.ERROR, message, where)
 
-    def warning(self, message: str, where: Operation | Attribute | SourceLoc | None = None) -> Diagnostic:
+    def warning(
+        self, message: str, where: Operation | Attribute | SourceLoc | None = None
+    ) -> Diagnostic:
         return self.emit(Severity.WARNING, message, where)
 
-    def remark(self, message: str, where: Operation | Attribute | SourceLoc | None = None) -> Diagnostic:
+    def remark(
+        self, message: str, where: Operation | Attribute | SourceLoc | None = None
+    ) -> Diagnostic:
         return self.emit(Severity.REMARK, message, where)
 
     def extend(self, diagnostics: Iterable[Diagnostic]) -> None:

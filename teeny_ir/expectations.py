@@ -48,7 +48,9 @@ def split_input_file(text: str) -> list[tuple[str, int]]:
     start = 0
     for index, line in enumerate(lines):
         if line.rstrip() == SPLIT_MARKER:
-            chunks.append(("\n".join(lines[start:index]) + ("\n" if index > start else ""), start + 1))
+            chunks.append(
+                ("\n".join(lines[start:index]) + ("\n" if index > start else ""), start + 1)
+            )
             start = index + 1
     chunks.append(("\n".join(lines[start:]), start + 1))
     return chunks
@@ -142,7 +144,12 @@ def parse_expectations(
         if found is None:
             attempt = _ATTEMPT.search(line)
             if attempt is not None:
-                error(lineno, attempt.start() + 1, attempt.group(1), _malformed_reason(line[attempt.end() :]))
+                error(
+                    lineno,
+                    attempt.start() + 1,
+                    attempt.group(1),
+                    _malformed_reason(line[attempt.end() :]),
+                )
                 continue
             for pending in pending_below:
                 pending.line = lineno
@@ -150,7 +157,12 @@ def parse_expectations(
             last_plain = lineno
             continue
 
-        kind, is_regex, designator, message = found.group(1), bool(found.group(2)), found.group(4), found.group(5)
+        kind, is_regex, designator, message = (
+            found.group(1),
+            bool(found.group(2)),
+            found.group(4),
+            found.group(5),
+        )
         column = found.start() + 1
         expectation = Expectation(Severity(kind), lineno, message, is_regex, lineno, column)
         if is_regex:
@@ -221,13 +233,19 @@ def check_expectations(
         else:
             kind = diagnostic.severity.value
             if near_miss is not None:
-                message = f"'{kind}' diagnostic emitted when expecting a '{near_miss.severity.value}'"
+                message = (
+                    f"'{kind}' diagnostic emitted when expecting a '{near_miss.severity.value}'"
+                )
                 failures.append(Diagnostic(Severity.ERROR, message, at_annotation(near_miss)))
             else:
-                failures.append(Diagnostic(Severity.ERROR, f"unexpected {kind}: {diagnostic.message}", loc))
+                failures.append(
+                    Diagnostic(Severity.ERROR, f"unexpected {kind}: {diagnostic.message}", loc)
+                )
 
     for expectation in expectations:
         if not expectation.matched:
-            message = f'expected {expectation.severity.value} "{expectation.pattern}" was not produced'
+            message = (
+                f'expected {expectation.severity.value} "{expectation.pattern}" was not produced'
+            )
             failures.append(Diagnostic(Severity.ERROR, message, at_annotation(expectation)))
     return failures

@@ -26,6 +26,21 @@ class _UsageError(Exception):
     pass
 
 
+class _StoreOnce(argparse.Action):
+    """Store an option's value, refusing a second occurrence (as LLVM's cl::opt does)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest) is not None:
+            raise _UsageError(f"{option_string} may only occur once")
+        setattr(namespace, self.dest, values)
+
+
 class _ArgumentParser(argparse.ArgumentParser):
     """argparse that reports usage errors as exit 1 and writes to our streams."""
 
@@ -61,16 +76,50 @@ def _make_parser(stdout: TextIO, with_pass_list: bool) -> _ArgumentParser:
     add = parser.add_argument
     add("input", nargs="?", default="-", help="input file ('-' for stdin, the default)")
     add("-o", "--output", default="-", help="output file ('-' for stdout, the default)")
-    add("--pass-pipeline", metavar="PIPELINE", help="MLIR textual pipeline: 'builtin.module(a,func.func(b{k=v}))'")
-    add("-p", "--passes", metavar="PASSES", help="short form: 'a,b{k=v},func.func(c)' (nested in builtin.module)")
+    add(
+        "--pass-pipeline",
+        action=_StoreOnce,
+        metavar="PIPELINE",
+        help="MLIR textual pipeline: 'builtin.module(a,func.func(b{k=v}))'",
+    )
+    add(
+        "-p",
+        "--passes",
+        action=_StoreOnce,
+        metavar="PASSES",
+        help="short form: 'a,b{k=v},func.func(c)' (nested in builtin.module)",
+    )
     add("--dump-pass-pipeline", action="store_true", help="print the canonical pipeline to stderr")
-    add("--list-passes", action="store_true", help="list every pass and named pipeline with its options")
+    add(
+        "--list-passes",
+        action="store_true",
+        help="list every pass and named pipeline with its options",
+    )
     add("--split-input-file", action="store_true", help="process each '// -----' chunk on its own")
-    add("--verify-diagnostics", action="store_true", help="check '// expected-error {{...}}' annotations")
-    add("--verify-each", nargs="?", const=True, default=True, type=_bool_value, metavar="BOOL",
-        help="verify the IR after every pass (default true)")
-    add("--mlir-print-ir-before-all", action="store_true", help="print the IR before every pass to stderr")
-    add("--mlir-print-ir-after-all", action="store_true", help="print the IR after every pass to stderr")
+    add(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check '// expected-error {{...}}' annotations",
+    )
+    add(
+        "--verify-each",
+        nargs="?",
+        const=True,
+        default=True,
+        type=_bool_value,
+        metavar="BOOL",
+        help="verify the IR after every pass (default true)",
+    )
+    add(
+        "--mlir-print-ir-before-all",
+        action="store_true",
+        help="print the IR before every pass to stderr",
+    )
+    add(
+        "--mlir-print-ir-after-all",
+        action="store_true",
+        help="print the IR after every pass to stderr",
+    )
     add("--mlir-timing", action="store_true", help="print a per-pass wall-time table to stderr")
     add("--mlir-print-op-generic", action="store_true", help="print ops in the generic form")
     add("--mlir-print-debuginfo", action="store_true", help="print op locations")
@@ -139,18 +188,20 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         timing=timing,
         describe_op=None if args.verify_diagnostics else describe_op,
     )
-    pipeline_text = args.pass_pipeline if args.pass_pipeline is not None else args.passes
     manager: PassManager | None = None
-    if pipeline_text is not None:
+    if args.pass_pipeline is not None or args.passes is not None:
         try:
-            manager = PassManager.parse(pipeline_text, instrumentation)
+            if args.pass_pipeline is not None:
+                manager = PassManager.parse(args.pass_pipeline, instrumentation, form="full")
+            else:
+                manager = PassManager.parse(args.passes, instrumentation, form="short")
         except DiagnosticError as err:
             for diagnostic in err.diagnostics:
                 stderr.write(f"{PROG}: {diagnostic.header()}\n")
             return 1
     if args.dump_pass_pipeline:
         stderr.write((manager.pipeline_string() if manager else "builtin.module()") + "\n")
-        if args.input == "-" and getattr(sys.stdin, "isatty", lambda: False)():
+        if args.input == "-" and getattr(stdin, "isatty", lambda: False)():
             return 0
 
     try:
@@ -214,7 +265,9 @@ def _process(
         return outcome
     chunks = split_input_file(text) if args.split_input_file else [(text, 1)]
     for chunk, first_line in chunks:
-        printed, diagnostics, internal = _process_chunk(chunk, first_line, filename, args, manager, instrumentation)
+        printed, diagnostics, internal = _process_chunk(
+            chunk, first_line, filename, args, manager, instrumentation
+        )
         if internal is not None:
             outcome.internal_error = internal
             return outcome

@@ -21,6 +21,7 @@ one file can report several errors.
 from __future__ import annotations
 
 import re
+import struct
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -28,17 +29,26 @@ from contextlib import contextmanager
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     UNKNOWN_LOC,
+    DenseIntOrFPElementsAttr,
     FileLineColLoc,
     IntAttr,
     ModuleOp,
     StringAttr,
 )
-from xdsl.ir import Operation, TypeAttribute
-from xdsl.parser import Parser
+from xdsl.ir import (
+    Attribute,
+    AttributeInvT,
+    Block,
+    Operation,
+    Region,
+    SSAValue,
+    TypeAttribute,
+)
+from xdsl.parser import Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
-from xdsl.utils.lexer import Input, Span
-from xdsl.utils.mlir_lexer import MLIRLexer, MLIRTokenKind
+from xdsl.utils.lexer import Input, Span, Token
+from xdsl.utils.mlir_lexer import MLIRLexer, MLIRToken, MLIRTokenKind, StringLiteral
 
 from teeny_ir.diagnostics import (
     Diagnostic,
@@ -69,11 +79,34 @@ _STRING_LITERAL = re.compile(r'"(?:[^"\\\n\v\f]++|\\(?:["nt\\]|[0-9A-Fa-f]{2}))*
 _NESTING_TOKENS = re.compile(r'"(?:[^"\\\n]++|\\.)*+"?|//[^\n]*+|->|[<(\[{]|[>)\]}]')
 _OPENERS = frozenset("<([{")
 
+_ATTRIBUTE_FAILURES = (
+    VerifyException,
+    ValueError,
+    OverflowError,
+    MemoryError,
+    NotImplementedError,
+    AssertionError,
+    struct.error,
+)
+
 _INTEGER_TYPE = re.compile(r"[su]?i([0-9]+)")
 
 
 class _HardenedLexer(MLIRLexer):
     _unescaped_characters_regex = _STRING_LITERAL
+
+    def _lex_string_literal(self, start_pos: int) -> MLIRToken:
+        # xDSL prints non-ASCII characters as escaped UTF-8 bytes ("caf\C3\A9")
+        # but lexes such a literal back as bytes, so printed strings would not
+        # round-trip; a literal whose bytes are valid UTF-8 is a string.
+        token = super()._lex_string_literal(start_pos)
+        if token.kind == MLIRTokenKind.BYTES_LIT:
+            try:
+                StringLiteral.from_span(token.span).bytes_contents.decode("utf-8")
+            except UnicodeDecodeError:
+                return token
+            return Token(MLIRTokenKind.STRING_LIT, token.span)
+        return token
 
 
 class TeenyParser(Parser):
@@ -88,6 +121,51 @@ class TeenyParser(Parser):
         self.source = source
         self._name_offsets: list[int] = []
         self._located: list[tuple[Operation, int]] = []
+        self._first_use: dict[str, Span] = {}
+
+    def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
+        """Parse the whole buffer: ops, alias definitions and file metadata.
+
+        Unlike xDSL's, an input with no op (empty, comments only, or only a
+        metadata trailer) is an empty module, and an undefined value is
+        reported at its first use rather than at the end of the file.
+        """
+        ops: list[Operation] = []
+        while (kind := self._current_token.kind) != MLIRTokenKind.EOF:
+            if kind in (MLIRTokenKind.HASH_IDENT, MLIRTokenKind.EXCLAMATION_IDENT):
+                self._parse_alias_def()  # type: ignore[no-untyped-call]  # untyped in xDSL
+            elif kind == MLIRTokenKind.FILE_METADATA_BEGIN:
+                self._parse_file_metadata_dictionary()
+            elif (op := self.parse_optional_operation()) is not None:
+                ops.append(op)
+            else:
+                self.raise_error("expected an operation, an alias definition or file metadata")
+        if self.forward_ssa_references:
+            name = next(iter(self.forward_ssa_references))
+            self.raise_error(
+                f"use of undeclared SSA value name '%{name}'", self._first_use.get(name)
+            )
+        if len(ops) == 1 and isinstance(ops[0], ModuleOp):
+            return ops[0]
+        module = ModuleOp(ops)
+        module.location = FileLineColLoc(StringAttr(self.source.filename), IntAttr(0), IntAttr(0))
+        return module
+
+    def resolve_operand(
+        self, operand: UnresolvedOperand, type: AttributeInvT
+    ) -> SSAValue[AttributeInvT]:
+        if operand.operand_name not in self.ssa_values:
+            self._first_use.setdefault(operand.operand_name, operand.span)
+        return super().resolve_operand(operand, type)
+
+    def _get_op_by_name(self, name: str) -> type[Operation]:
+        op_type = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
+        if op_type is None:
+            start = self._name_offsets[-1]
+            self.raise_error(
+                f"operation '{name}' is not registered", Span(start, start + 1, self.lexer.input)
+            )
+        return op_type
 
     # --- locations -------------------------------------------------------
     def _parse_op_result_list(self) -> list[tuple[Span, int]]:
@@ -110,6 +188,38 @@ class TeenyParser(Parser):
             line, col = line_col(offset)
             op.location = FileLineColLoc(filename, IntAttr(line), IntAttr(col))
         self._located.clear()
+
+    # --- errors raised while building attributes ----------------------------
+    def parse_optional_attribute(self) -> Attribute | None:
+        start = self._current_token.span.start
+        try:
+            return super().parse_optional_attribute()
+        except ParseError:
+            raise
+        except _ATTRIBUTE_FAILURES as err:
+            # Attribute constructors verify (or overflow) after the parser has
+            # moved on; report the failure where the attribute starts.
+            raise ParseError(Span(start, start + 1, self.lexer.input), _describe(err)) from None
+
+    def _parse_builtin_dense_attr(self) -> DenseIntOrFPElementsAttr:
+        # xDSL checks a literal against its type after reading the type, so its
+        # errors point past the attribute; point them at the literal instead.
+        start = self._current_token.span.start
+        try:
+            return super()._parse_builtin_dense_attr()
+        except ParseError as err:
+            if err.span.start > start and err.msg.startswith("Shape mismatch in dense literal"):
+                raise ParseError(Span(start, start + 1, self.lexer.input), err.msg) from None
+            raise
+
+    def parse_attribute(self) -> Attribute:
+        start = self._current_token.span.start
+        try:
+            return super().parse_attribute()
+        except ParseError:
+            raise
+        except _ATTRIBUTE_FAILURES as err:
+            raise ParseError(Span(start, start + 1, self.lexer.input), _describe(err)) from None
 
     # --- limits ----------------------------------------------------------
     def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:
@@ -201,8 +311,8 @@ def _describe(err: BaseException) -> str:
         return f"invalid input: redefinition or bad reference of {err}"
     if isinstance(err, ValueError) and "integer string conversion" in str(err):
         return "integer literal has too many digits"
-    text = str(err).strip().splitlines()
-    detail = text[0] if text else type(err).__name__
+    raw = err.args[0] if err.args and isinstance(err.args[0], str) else str(err)
+    detail = " ".join(raw.split()) or type(err).__name__
     if isinstance(err, VerifyException):
         return detail
     return f"invalid input: {detail}"
@@ -224,10 +334,7 @@ def parse_source(source: SourceFile, ctx: Context | None = None) -> ModuleOp:
     try:
         with _recursion_headroom():
             parser = TeenyParser(ctx, source)
-            if parser._current_token.kind == MLIRTokenKind.EOF:  # pyright: ignore[reportPrivateUsage]
-                module = ModuleOp([])
-            else:
-                module = parser.parse_module()
+            module = parser.parse_module()
             parser.assign_locations()
             return module
     except ParseError as err:
@@ -285,7 +392,9 @@ def _walk_post_order(op: Operation) -> Iterator[Operation]:
             yield current
             continue
         stack.append((current, True))
-        children = [child for region in current.regions for block in region.blocks for child in block.ops]
+        children = [
+            child for region in current.regions for block in region.blocks for child in block.ops
+        ]
         stack.extend((child, False) for child in reversed(children))
 
 
@@ -294,33 +403,128 @@ def verify_ops(
 ) -> list[Diagnostic]:
     """Verify op by op (post-order) and return one error per failing op.
 
+    Besides each op's own verifier this checks dominance, which xDSL does not:
+    a value must be defined before its use in the same block, or in a block
+    enclosing the use, or in a block that dominates the use's block (a
+    dominator tree, built per multi-block region on first need).
     ``describe`` renders the op for a "see current operation" note; None omits
     the note (as mlir-opt does under ``--verify-diagnostics``).
     """
     errors: list[Diagnostic] = []
+    positions = _BlockPositions()
     for op in _walk_post_order(module):
         try:
             op.verify(verify_nested_ops=False)
         except VerifyException as err:
             errors.append(_op_error(op, str(err), describe))
+            continue
         except Exception as err:  # noqa: BLE001 - verifiers of any dialect may misbehave
             errors.append(_op_error(op, f"verifier failed: {err}", describe))
+            continue
+        if (dominance := _dominance_error(op, positions)) is not None:
+            index, definer = dominance
+            error = _op_error(op, f"operand #{index} does not dominate this use", describe)
+            error.attach_note("operand defined here", loc_of(definer))
+            errors.append(error)
     return errors
+
+
+class _BlockPositions:
+    """Index of each op in its block and the dominators of each block, computed
+    once per block (or region) and reused for every use checked."""
+
+    def __init__(self) -> None:
+        self._index: dict[int, dict[int, int]] = {}
+        self._dominators: dict[int, dict[Block, set[Block]]] = {}
+
+    def of(self, op: Operation) -> int:
+        block = op.parent
+        assert block is not None
+        table = self._index.get(id(block))
+        if table is None:
+            table = {id(child): i for i, child in enumerate(block.ops)}
+            self._index[id(block)] = table
+        return table[id(op)]
+
+    def dominators(self, region: Region) -> dict[Block, set[Block]]:
+        """Dominator sets of the blocks reachable from the region's entry."""
+        found = self._dominators.get(id(region))
+        if found is None:
+            found = _dominator_sets(region)
+            self._dominators[id(region)] = found
+        return found
+
+
+def _dominator_sets(region: Region) -> dict[Block, set[Block]]:
+    blocks = list(region.blocks)
+    successors = {b: list(b.last_op.successors) if b.last_op else [] for b in blocks}
+    reachable: list[Block] = [blocks[0]]
+    seen = {blocks[0]}
+    for block in reachable:
+        for succ in successors[block]:
+            if succ not in seen and succ.parent is region:
+                seen.add(succ)
+                reachable.append(succ)
+    predecessors: dict[Block, list[Block]] = {b: [] for b in reachable}
+    for block in reachable:
+        for succ in successors[block]:
+            if succ in predecessors:
+                predecessors[succ].append(block)
+    dom = {b: set(reachable) for b in reachable}
+    dom[blocks[0]] = {blocks[0]}
+    changed = True
+    while changed:
+        changed = False
+        for block in reachable[1:]:
+            new = set.intersection(*(dom[p] for p in predecessors[block])) | {block}
+            if new != dom[block]:
+                dom[block], changed = new, True
+    return dom
+
+
+def _dominance_error(op: Operation, positions: _BlockPositions) -> tuple[int, Operation] | None:
+    for index, operand in enumerate(op.operands):
+        definer = operand.owner
+        if not isinstance(definer, Operation) or definer.parent is None:
+            continue
+        block = definer.parent
+        user: Operation | None = op
+        while user is not None and user.parent is not block:
+            user = user.parent_op()
+        if user is not None:
+            if user is definer or positions.of(user) < positions.of(definer):
+                return index, definer
+        elif not _dominates_across_blocks(block, op, positions):
+            return index, definer
+    return None
+
+
+def _dominates_across_blocks(block: Block, op: Operation, positions: _BlockPositions) -> bool:
+    """Whether ``block`` dominates the block of ``op`` (or of its ancestor) in
+    the same region; uses outside that region never are. As in MLIR, uses in
+    unreachable blocks are not checked."""
+    region = block.parent
+    current: Operation | None = op
+    while current is not None:
+        if current.parent is not None and current.parent.parent is region:
+            assert region is not None
+            dominators = positions.dominators(region).get(current.parent)
+            return dominators is None or block in dominators
+        current = current.parent_op()
+    return False
 
 
 def _op_error(
     op: Operation, message: str, describe: Callable[[Operation], str] | None
 ) -> Diagnostic:
-    first = message.strip().splitlines()[0] if message.strip() else "verification failed"
+    first = " ".join(message.split()) or "verification failed"
     diagnostic = Diagnostic(Severity.ERROR, f"'{op.name}' op {first}", loc_of(op))
     if describe is not None:
         diagnostic.attach_note(f"see current operation: {describe(op)}", loc_of(op))
     return diagnostic
 
 
-def print_module(
-    module: Operation, *, generic: bool = False, debuginfo: bool = False
-) -> str:
+def print_module(module: Operation, *, generic: bool = False, debuginfo: bool = False) -> str:
     """Print IR text (custom formats unless ``generic``; locations with ``debuginfo``)."""
     from io import StringIO
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 from teeny_ir.diagnostics import (
     Diagnostic,
@@ -34,6 +34,7 @@ from teeny_ir.pipeline_syntax import (
     format_pipeline,
     parse_any,
     parse_pass_list,
+    parse_pipeline,
 )
 
 if TYPE_CHECKING:
@@ -112,15 +113,30 @@ class PassManager:
         self.instrumentation = instrumentation or Instrumentation()
 
     @classmethod
-    def parse(cls, text: str, instrumentation: Instrumentation | None = None) -> PassManager:
-        """Parse MLIR pipeline text: ``builtin.module(...)``, or the short form
-        ``a,b{k=v},func.func(c)`` nested in ``builtin.module``. Named pipelines
-        (`teeny_ir.pipelines`) expand in place. Raises `DiagnosticError` naming
-        the bad pass, option or anchor."""
+    def parse(
+        cls,
+        text: str,
+        instrumentation: Instrumentation | None = None,
+        *,
+        form: Literal["any", "full", "short"] = "any",
+    ) -> PassManager:
+        """Parse MLIR pipeline text: the full form ``builtin.module(...)`` (as
+        ``--pass-pipeline`` takes it), or the short form ``a,b{k=v},func.func(c)``
+        nested in ``builtin.module`` (as ``-p`` takes it); ``any`` accepts both.
+        Named pipelines (`teeny_ir.pipelines`) expand in place. Raises
+        `DiagnosticError` naming the bad pass, option or anchor."""
         try:
-            spec = parse_any(text)
-            if spec.anchor != ROOT_ANCHOR:
+            if form == "short":
                 spec = parse_pass_list(text)
+            else:
+                spec = parse_pipeline(text) if form == "full" else parse_any(text)
+                if spec.anchor != ROOT_ANCHOR and form == "any":
+                    spec = parse_pass_list(text)
+                elif spec.anchor != ROOT_ANCHOR:
+                    raise _pipeline_error(
+                        f"a pipeline must be anchored on '{ROOT_ANCHOR}', not "
+                        f"'{spec.anchor}' (use -p for the short form)"
+                    )
         except PipelineSyntaxError as err:
             raise _pipeline_error(err.message, err.column) from None
         return cls(_build(spec, text), instrumentation)
@@ -159,7 +175,9 @@ class PassManager:
         if self.instrumentation.timing is not None:
             self.instrumentation.timing.add(path, time.perf_counter() - start)
 
-    def _run_pass(self, pass_: ModulePass, op: Operation, ctx: Context, path: tuple[str, ...]) -> None:
+    def _run_pass(
+        self, pass_: ModulePass, op: Operation, ctx: Context, path: tuple[str, ...]
+    ) -> None:
         from xdsl.utils.exceptions import PassFailedException
 
         inst = self.instrumentation
@@ -209,17 +227,20 @@ class PassManager:
 def _ops_named(op: Operation, name: str) -> Iterator[Operation]:
     """Ops called ``name`` directly inside ``op``'s regions (snapshot first:
     passes may replace them)."""
-    found = [child for region in op.regions for block in region.blocks for child in block.ops if child.name == name]
+    found = [
+        child
+        for region in op.regions
+        for block in region.blocks
+        for child in block.ops
+        if child.name == name
+    ]
     yield from found
 
 
-def _column_of(text: str, name: str) -> int:
-    """Best-effort column of a name in the pipeline text, for the diagnostic."""
-    return max(text.find(name), 0)
-
-
 def _pipeline_error(message: str, column: int = 0) -> DiagnosticError:
-    return DiagnosticError([Diagnostic(Severity.ERROR, message, SourceLoc("<pipeline>", 1, column + 1))])
+    return DiagnosticError(
+        [Diagnostic(Severity.ERROR, message, SourceLoc("<pipeline>", 1, column + 1))]
+    )
 
 
 def _build(spec: NestedSpec, text: str) -> Nest:
@@ -237,12 +258,12 @@ def _build_nest(spec: NestedSpec, text: str, expanding: tuple[str, ...]) -> Nest
                 raise _pipeline_error(
                     f"unknown op anchor '{element.anchor}' (valid nested anchors: "
                     f"{', '.join(sorted(NESTABLE))})" + did_you_mean(element.anchor, NESTABLE),
-                    _column_of(text, element.anchor),
+                    element.column,
                 )
             if parent != spec.anchor:
                 raise _pipeline_error(
                     f"'{element.anchor}' cannot be nested in '{spec.anchor}'",
-                    _column_of(text, element.anchor),
+                    element.column,
                 )
             children.append(_build_nest(element, text, expanding))
             continue
@@ -256,19 +277,19 @@ def _build_nest(spec: NestedSpec, text: str, expanding: tuple[str, ...]) -> Nest
             raise _pipeline_error(
                 f"unknown pass or pipeline '{element.name}' (valid: {', '.join(sorted(known))})"
                 + did_you_mean(element.name, known),
-                _column_of(text, element.name),
+                element.column,
             )
         anchors = entry.anchors()
         if spec.anchor not in anchors:
             raise _pipeline_error(
                 f"pass '{element.name}' cannot run on '{spec.anchor}' "
                 f"(it may be anchored on: {', '.join(anchors)})",
-                _column_of(text, element.name),
+                element.column,
             )
         try:
             children.append(build_pass(entry.load(), element))
         except OptionError as err:
-            raise _pipeline_error(str(err), _column_of(text, element.name)) from None
+            raise _pipeline_error(str(err), element.column) from None
     return Nest(spec.anchor, children)
 
 

@@ -43,7 +43,7 @@ class OptionInfo:
 
 def nearest(word: str, choices: typing.Iterable[str]) -> str | None:
     """The closest choice to a misspelt word, if any is close."""
-    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return matches[0] if matches else None
 
 
@@ -89,7 +89,9 @@ def build_pass(cls: type[ModulePass], spec: PassSpec) -> ModulePass:
                 f"bad value '{','.join(value)}' for option '{info.name}' of pass "
                 f"'{spec.name}': {err}"
             ) from None
-    missing = [i.name for i in infos.values() if i.default is dataclasses.MISSING and i.field not in kwargs]
+    missing = [
+        i.name for i in infos.values() if i.default is dataclasses.MISSING and i.field not in kwargs
+    ]
     if missing:
         raise OptionError(f"pass '{spec.name}' needs option(s): {', '.join(missing)}")
     return cls(**kwargs)

@@ -18,7 +18,7 @@ Only the standard library is used, so importing this module is cheap.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = [
     "MAX_DEPTH",
@@ -84,6 +84,8 @@ class PassSpec:
 
     name: str
     options: tuple[tuple[str, OptionValue], ...] = ()
+    column: int = field(default=0, compare=False)
+    """0-based offset of the name in the parsed text (for diagnostics)."""
 
     def __post_init__(self) -> None:
         _check_ident(self.name, "pass name")
@@ -103,6 +105,8 @@ class NestedSpec:
 
     anchor: str
     elements: tuple[PipelineElement, ...] = ()
+    column: int = field(default=0, compare=False)
+    """0-based offset of the anchor in the parsed text (for diagnostics)."""
 
     def __post_init__(self) -> None:
         _check_ident(self.anchor, "op anchor")
@@ -175,11 +179,12 @@ class _Parser:
 
     def pipeline(self) -> NestedSpec:
         self.skip_ws()
+        start = self.pos
         anchor = self.ident("op anchor name")
         self.skip_ws()
         if self.peek() != "(":
             raise self.error(f"expected '(' after op anchor '{anchor}'")
-        spec = NestedSpec(anchor, self.elements(1, self.pos))
+        spec = NestedSpec(anchor, self.elements(1, self.pos), start)
         self.expect_end("unexpected text after pipeline")
         return spec
 
@@ -195,12 +200,12 @@ class _Parser:
         self.skip_ws()
         items: list[PipelineElement] = []
         if self.peek() != ("" if open_col is None else ")"):
-            items.append(self.element(depth, after_comma=False))
-            self.skip_ws()
-            while self.peek() == ",":
-                self.pos += 1
+            while True:
+                items.append(self.element(depth, after_comma=bool(items)))
                 self.skip_ws()
-                items.append(self.element(depth, after_comma=True))
+                if self.peek() != ",":
+                    break
+                self.pos += 1
                 self.skip_ws()
         if open_col is not None:
             ch = self.peek()
@@ -223,15 +228,16 @@ class _Parser:
             raise self.error("empty pass name before '{'")
         if ch == "(":
             raise self.error("empty op anchor name before '('")
+        start = self.pos
         name = self.ident("pass name")
         self.skip_ws()
         if self.peek() == "(":
             if depth >= MAX_DEPTH:
                 raise self.error(f"pipeline nesting exceeds the maximum depth of {MAX_DEPTH}")
-            return NestedSpec(name, self.elements(depth + 1, self.pos))
+            return NestedSpec(name, self.elements(depth + 1, self.pos), start)
         if self.peek() == "{":
-            return PassSpec(name, self.options())
-        return PassSpec(name)
+            return PassSpec(name, self.options(), start)
+        return PassSpec(name, (), start)
 
     def options(self) -> tuple[tuple[str, OptionValue], ...]:
         open_col = self.pos
@@ -298,15 +304,13 @@ class _Parser:
         self.pos += 1
         chars: list[str] = []
         while (ch := self.peek()) != '"':
-            if ch == "":
-                raise self.error("unterminated string", start)
             if ch == "\\":
                 self.pos += 1
                 ch = self.peek()
-                if ch == "":
-                    raise self.error("unterminated string", start)
-                if ch not in ('"', "\\"):
-                    raise self.error("invalid escape in string (only \\\" and \\\\ allowed)", self.pos - 1)
+                if ch and ch not in ('"', "\\"):
+                    raise self.error("invalid escape sequence in string", self.pos - 1)
+            if ch == "":
+                raise self.error("unterminated string", start)
             chars.append(ch)
             self.pos += 1
         self.pos += 1
@@ -341,7 +345,9 @@ def _format_element(element: PipelineElement) -> str:
         return f"{element.anchor}({','.join(map(_format_element, element.elements))})"
     if not element.options:
         return element.name
-    options = " ".join(f"{key}={','.join(map(_format_value, value))}" for key, value in element.options)
+    options = " ".join(
+        f"{key}={','.join(map(_format_value, value))}" for key, value in element.options
+    )
     return f"{element.name}{{{options}}}"
 
 

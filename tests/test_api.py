@@ -90,3 +90,17 @@ def test_lazy_package_exports() -> None:
     assert set(teeny_ir.__all__) <= set(dir(teeny_ir))
     with pytest.raises(AttributeError):
         _ = teeny_ir.no_such_name  # type: ignore[attr-defined]
+
+
+def test_non_ascii_strings_round_trip_through_generic_form() -> None:
+    text = (
+        "func.func @f() -> tensor<2xf32> {\n"
+        '  %w = graph.param "café.wéight" : tensor<2xf32>\n'
+        "  func.return %w : tensor<2xf32>\n}\n"
+    )
+    module = teeny_ir.parse_module(text)
+    generic = teeny_ir.print_module(module, generic=True)
+    again = teeny_ir.parse_module(generic)
+    assert again.is_structurally_equivalent(module)
+    param = next(op for op in again.walk() if op.name == "graph.param")
+    assert param.properties["param_name"].data == "café.wéight"  # type: ignore[attr-defined]
