@@ -29,7 +29,6 @@ from contextlib import contextmanager
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     UNKNOWN_LOC,
-    DenseIntOrFPElementsAttr,
     FileLineColLoc,
     IntAttr,
     ModuleOp,
@@ -190,36 +189,29 @@ class TeenyParser(Parser):
         self._located.clear()
 
     # --- errors raised while building attributes ----------------------------
-    def parse_optional_attribute(self) -> Attribute | None:
+    @contextmanager
+    def _failures_located_here(self) -> Iterator[None]:
+        """Attribute constructors verify (or overflow) after the parser has moved
+        on; report such a failure where the attribute starts."""
         start = self._current_token.span.start
         try:
-            return super().parse_optional_attribute()
-        except ParseError:
-            raise
-        except _ATTRIBUTE_FAILURES as err:
-            # Attribute constructors verify (or overflow) after the parser has
-            # moved on; report the failure where the attribute starts.
-            raise ParseError(Span(start, start + 1, self.lexer.input), _describe(err)) from None
-
-    def _parse_builtin_dense_attr(self) -> DenseIntOrFPElementsAttr:
-        # xDSL checks a literal against its type after reading the type, so its
-        # errors point past the attribute; point them at the literal instead.
-        start = self._current_token.span.start
-        try:
-            return super()._parse_builtin_dense_attr()
+            yield
         except ParseError as err:
+            # xDSL checks a dense literal against its type after reading the
+            # type, so that error points past the attribute.
             if err.span.start > start and err.msg.startswith("Shape mismatch in dense literal"):
                 raise ParseError(Span(start, start + 1, self.lexer.input), err.msg) from None
             raise
-
-    def parse_attribute(self) -> Attribute:
-        start = self._current_token.span.start
-        try:
-            return super().parse_attribute()
-        except ParseError:
-            raise
         except _ATTRIBUTE_FAILURES as err:
             raise ParseError(Span(start, start + 1, self.lexer.input), _describe(err)) from None
+
+    def parse_optional_attribute(self) -> Attribute | None:
+        with self._failures_located_here():
+            return super().parse_optional_attribute()
+
+    def parse_attribute(self) -> Attribute:
+        with self._failures_located_here():
+            return super().parse_attribute()
 
     # --- limits ----------------------------------------------------------
     def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:

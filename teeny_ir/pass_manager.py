@@ -139,7 +139,7 @@ class PassManager:
                     )
         except PipelineSyntaxError as err:
             raise _pipeline_error(err.message, err.column) from None
-        return cls(_build(spec, text), instrumentation)
+        return cls(_build_nest(spec, expanding=()), instrumentation)
 
     def pipeline_string(self) -> str:
         """The canonical textual pipeline; it parses back to the same pipeline."""
@@ -243,11 +243,7 @@ def _pipeline_error(message: str, column: int = 0) -> DiagnosticError:
     )
 
 
-def _build(spec: NestedSpec, text: str) -> Nest:
-    return _build_nest(spec, text, expanding=())
-
-
-def _build_nest(spec: NestedSpec, text: str, expanding: tuple[str, ...]) -> Nest:
+def _build_nest(spec: NestedSpec, expanding: tuple[str, ...]) -> Nest:
     from teeny_ir import pipelines, registry
 
     children: list[ModulePass | Nest] = []
@@ -265,11 +261,11 @@ def _build_nest(spec: NestedSpec, text: str, expanding: tuple[str, ...]) -> Nest
                     f"'{element.anchor}' cannot be nested in '{spec.anchor}'",
                     element.column,
                 )
-            children.append(_build_nest(element, text, expanding))
+            children.append(_build_nest(element, expanding))
             continue
         named = pipelines.PIPELINES.get(element.name)
         if named is not None:
-            children.extend(_expand_named(element, spec, text, expanding))
+            children.extend(_expand_named(element, spec, expanding))
             continue
         entry = registry.lookup(element.name)
         if entry is None:
@@ -294,7 +290,7 @@ def _build_nest(spec: NestedSpec, text: str, expanding: tuple[str, ...]) -> Nest
 
 
 def _expand_named(
-    element: PassSpec, spec: NestedSpec, text: str, expanding: tuple[str, ...]
+    element: PassSpec, spec: NestedSpec, expanding: tuple[str, ...]
 ) -> list[ModulePass | Nest]:
     from teeny_ir import pipelines
 
@@ -305,7 +301,7 @@ def _expand_named(
     if spec.anchor != ROOT_ANCHOR:
         raise _pipeline_error(f"named pipeline '{element.name}' must be used at the top level")
     inner = parse_any(pipelines.PIPELINES[element.name].text)
-    return _build_nest(inner, text, (*expanding, element.name)).children
+    return _build_nest(inner, (*expanding, element.name)).children
 
 
 def _to_spec(nest: Nest) -> NestedSpec:
