@@ -33,6 +33,7 @@ from xdsl.dialects.builtin import (
     IntAttr,
     ModuleOp,
     StringAttr,
+    UnregisteredOp,
 )
 from xdsl.ir import (
     Attribute,
@@ -159,11 +160,13 @@ class TeenyParser(Parser):
 
     def _get_op_by_name(self, name: str) -> type[Operation]:
         op_type = self.ctx.get_optional_op(name, dialect_stack=self._parser_state.dialect_stack)
+        start = self._name_offsets[-1]
+        at_name = Span(start, start + 1, self.lexer.input)
         if op_type is None:
-            start = self._name_offsets[-1]
-            self.raise_error(
-                f"operation '{name}' is not registered", Span(start, start + 1, self.lexer.input)
-            )
+            self.raise_error(f"operation '{name}' is not registered", at_name)
+        if issubclass(op_type, UnregisteredOp) and self.source.text[start] != '"':
+            # Only the generic form can spell an op of an unknown dialect.
+            self.raise_error(f"custom op '{name}' is unknown", at_name)
         return op_type
 
     # --- locations -------------------------------------------------------
@@ -312,6 +315,10 @@ def _describe(err: BaseException) -> str:
 
 def _parse_error_diagnostic(err: ParseError, source: SourceFile) -> Diagnostic:
     message = err.msg.strip().splitlines()[0] if err.msg.strip() else "parse error"
+    # xDSL's lexer forgets the f-string prefix in one message.
+    message = message.replace(
+        "{first_char}", repr(source.text[err.span.start : err.span.start + 1])
+    )
     return Diagnostic(Severity.ERROR, message, source.loc(err.span.start))
 
 
@@ -510,7 +517,8 @@ def _op_error(
     op: Operation, message: str, describe: Callable[[Operation], str] | None
 ) -> Diagnostic:
     first = " ".join(message.split()) or "verification failed"
-    diagnostic = Diagnostic(Severity.ERROR, f"'{op.name}' op {first}", loc_of(op))
+    name = op.op_name.data if isinstance(op, UnregisteredOp) else op.name
+    diagnostic = Diagnostic(Severity.ERROR, f"'{name}' op {first}", loc_of(op))
     if describe is not None:
         diagnostic.attach_note(f"see current operation: {describe(op)}", loc_of(op))
     return diagnostic
