@@ -176,8 +176,8 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         stderr.write(f"{PROG}: error: give --pass-pipeline or -p, not both\n")
         return 1
 
-    from teeny_ir.parsing import describe_op
     from teeny_ir.pass_manager import Instrumentation, PassManager, Timing
+    from teeny_ir.verifier import describe_op
 
     timing = Timing() if args.mlir_timing else None
     instrumentation = Instrumentation(
@@ -300,8 +300,9 @@ def _process_chunk(
     Returns (printed IR or None, diagnostics, internal-error line or None).
     """
     from teeny_ir.context import make_context
-    from teeny_ir.parsing import describe_op, parse_source, print_module, verify_ops
+    from teeny_ir.parsing import parse_source, print_module
     from teeny_ir.pass_manager import Instrumentation, PassInternalError, PassManager
+    from teeny_ir.verifier import describe_op, verify_ops
 
     assert isinstance(instrumentation, Instrumentation)
     timing = instrumentation.timing

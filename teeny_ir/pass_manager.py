@@ -198,7 +198,7 @@ class PassManager:
         if sum(d.severity is Severity.ERROR for d in engine.diagnostics) > errors_before:
             raise DiagnosticError(engine.take())
         if inst.verify_each:
-            from teeny_ir.parsing import verify_ops
+            from teeny_ir.verifier import verify_ops
 
             start = time.perf_counter()
             problems = verify_ops(op)
