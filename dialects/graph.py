@@ -48,6 +48,9 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.derive import DerivationAttr
+from teeny_ir.derivations import Derivation
+
 if TYPE_CHECKING:
     from xdsl.parser import Parser
     from xdsl.printer import Printer
@@ -285,6 +288,11 @@ def _print_options(printer: Printer, op: Operation, names: Collection[str]) -> N
         elif isinstance(value, FloatAttr):
             printer.print_string(" ")
             printer.print_float(value.value.data, f64)
+        elif isinstance(value, StringAttr):
+            printer.print_string(f" {value.data}")  # identifiers from a fixed set
+        elif not isinstance(value, UnitAttr):
+            printer.print_string(" ")
+            printer.print_attribute(value)
         # A UnitAttr (``training``) is the keyword alone.
 
 
@@ -756,4 +764,213 @@ class AddOp(_OptionsFormatOp):
         _check_result(self.result, TensorType(f32, shape))
 
 
-Graph = Dialect("graph", [ParamOp, Conv2dOp, BatchNormOp, SiluOp, AddOp], [])
+ACTIVATIONS = ("silu", "relu", "sigmoid")
+"""Epilogue activations of `FusedConv2dOp` (absent: none)."""
+CONV_ALGORITHMS = ("gemm", "depthwise", "implicit-gemm")
+"""Values of `FusedConv2dOp`'s ``algorithm``, chosen by select-conv-algorithm."""
+
+
+def _keyword_option(name: str, choices: Sequence[str]) -> OptionParser:
+    def parse(parser: Parser) -> Attribute:
+        start = parser.pos
+        word = parser.parse_optional_identifier() or parser.parse_optional_str_literal()
+        if word not in choices:
+            parser.raise_error(
+                f"expected {name} to be one of {', '.join(choices)}", start, parser.pos
+            )
+        return StringAttr(word)
+
+    return parse
+
+
+def _derivation_option(name: str) -> OptionParser:
+    def parse(parser: Parser) -> Attribute:
+        start = parser.pos
+        attr = parser.parse_attribute()
+        if not isinstance(attr, DerivationAttr):
+            parser.raise_error(f"expected {name} to be a #derive.param<...>", start, parser.pos)
+        return attr
+
+    return parse
+
+
+def is_gemm_conv(
+    weight_shape: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+) -> bool:
+    """1x1 kernel, stride 1, no padding, dilation 1, one group: a plain GEMM."""
+    return (
+        tuple(weight_shape[2:]) == (1, 1)
+        and tuple(strides) == (1, 1)
+        and tuple(padding) == (0, 0, 0, 0)
+        and tuple(dilation) == (1, 1)
+        and groups == 1
+    )
+
+
+@irdl_op_definition
+class FusedConv2dOp(_OptionsFormatOp):
+    """A convolution with its per-channel epilogue, made by fuse-conv-bn-act::
+
+        y[n, o, i, j] = act(scale[o] * conv2d(x, w)[n, o, i, j] + shift[o])
+
+    ``conv2d`` is `Conv2dOp` without bias (same options and shape rule). ``scale``
+    and ``shift`` are derivations (``#derive.param<...>``, evaluated by
+    `teeny_ir.derivations.evaluate`) of shape [C_out]: an inference BN fold
+    gives ``bn_scale``/``bn_shift`` (a conv bias folded into the shift), a bias
+    alone ``fill(1.0)``/``identity(bias)``. ``activation`` is silu, relu or
+    sigmoid (absent: none). select-conv-algorithm sets ``algorithm`` (gemm,
+    depthwise, implicit-gemm) and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K].
+
+        %y = graph.fused_conv2d %x, %w scale #derive.param<...>
+            shift #derive.param<...> activation silu algorithm gemm
+            tiles [64, 64, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>)
+            -> tensor<?x16x4x4xf32>
+    """
+
+    name = "graph.fused_conv2d"
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    strides_attr = _i64_array_prop("strides", DEFAULT_STRIDES)
+    padding_attr = _i64_array_prop("padding", DEFAULT_PADDING)
+    dilation_attr = _i64_array_prop("dilation", DEFAULT_DILATION)
+    groups_attr = opt_prop_def(
+        IntegerAttr[I64], IntegerAttr(DEFAULT_GROUPS, i64), prop_name="groups"
+    )
+    scale = prop_def(DerivationAttr)
+    shift = prop_def(DerivationAttr)
+    activation_attr = opt_prop_def(StringAttr, prop_name="activation")
+    algorithm_attr = opt_prop_def(StringAttr, prop_name="algorithm")
+    tiles_attr = opt_prop_def(DenseArrayBase[I64], prop_name="tiles")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        **Conv2dOp.OPTIONS,
+        "scale": _derivation_option("scale"),
+        "shift": _derivation_option("shift"),
+        "activation": _keyword_option("activation", ACTIVATIONS),
+        "algorithm": _keyword_option("algorithm", CONV_ALGORITHMS),
+        "tiles": _int_array_option("tiles", 3, " [BLOCK_M, BLOCK_N, BLOCK_K]"),
+    }
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        *,
+        scale: Derivation,
+        shift: Derivation,
+        activation: str | None = None,
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        groups: int | None = None,
+        result_type: TensorType | None = None,
+    ):
+        """Build a fused convolution; options left as None stay absent (default)."""
+        if result_type is None:
+            shape = infer_conv2d_shape(
+                _check_tensor(_value_type(input), "input"),
+                _check_tensor(_value_type(weight), "weight", dynamic_batch=False),
+                DEFAULT_STRIDES if strides is None else strides,
+                DEFAULT_PADDING if padding is None else padding,
+                DEFAULT_DILATION if dilation is None else dilation,
+                DEFAULT_GROUPS if groups is None else groups,
+            )
+            result_type = TensorType(f32, shape)
+        super().__init__(
+            operands=[input, weight],
+            result_types=[result_type],
+            properties={
+                "strides": _i64_array(strides),
+                "padding": _i64_array(padding),
+                "dilation": _i64_array(dilation),
+                "groups": None if groups is None else IntegerAttr(groups, i64),
+                "scale": DerivationAttr(scale),
+                "shift": DerivationAttr(shift),
+                "activation": None if activation is None else StringAttr(activation),
+            },
+        )
+
+    @property
+    def strides(self) -> Shape:
+        """Effective strides [height, width]."""
+        return self.strides_attr.get_values()
+
+    @property
+    def padding(self) -> Shape:
+        """Effective padding [top, left, bottom, right]."""
+        return self.padding_attr.get_values()
+
+    @property
+    def dilation(self) -> Shape:
+        """Effective dilation [height, width]."""
+        return self.dilation_attr.get_values()
+
+    @property
+    def groups(self) -> int:
+        """Effective number of groups."""
+        return self.groups_attr.value.data
+
+    @property
+    def activation(self) -> str:
+        """The epilogue activation, or "none"."""
+        return "none" if self.activation_attr is None else self.activation_attr.data
+
+    @property
+    def algorithm(self) -> str | None:
+        return None if self.algorithm_attr is None else self.algorithm_attr.data
+
+    @property
+    def tiles(self) -> Shape | None:
+        return None if self.tiles_attr is None else self.tiles_attr.get_values()
+
+    def verify_(self) -> None:
+        weight_shape = _check_tensor(self.weight.type, "weight", dynamic_batch=False)
+        shape = infer_conv2d_shape(
+            _check_tensor(self.input.type, "input"),
+            weight_shape,
+            self.strides,
+            self.padding,
+            self.dilation,
+            self.groups,
+        )
+        _check_tensor(self.result.type, "result")
+        _check_result(self.result, TensorType(f32, shape))
+        for name, attr in (("scale", self.scale), ("shift", self.shift)):
+            if attr.data.shape != (shape[1],):
+                raise VerifyException(
+                    f"expected {name} of shape [{shape[1]}], got {list(attr.data.shape)}"
+                )
+        if self.activation_attr is not None and self.activation not in ACTIVATIONS:
+            raise VerifyException(
+                f"expected activation to be one of {', '.join(ACTIVATIONS)}, got '{self.activation}'"
+            )
+        if (self.algorithm_attr is None) != (self.tiles_attr is None):
+            raise VerifyException("expected 'algorithm' and 'tiles' to be set together")
+        if self.algorithm is None:
+            return
+        if self.algorithm not in CONV_ALGORITHMS:
+            raise VerifyException(
+                f"expected algorithm to be one of {', '.join(CONV_ALGORITHMS)}, got '{self.algorithm}'"
+            )
+        tiles = self.tiles or ()
+        _check_count("tiles", tiles, 3, " [BLOCK_M, BLOCK_N, BLOCK_K]")
+        if any(t < 1 or t & (t - 1) for t in tiles):
+            raise VerifyException(f"expected tiles to be powers of two, got {list(tiles)}")
+        if self.algorithm == "gemm" and not is_gemm_conv(
+            weight_shape, self.strides, self.padding, self.dilation, self.groups
+        ):
+            raise VerifyException(
+                "algorithm 'gemm' needs a 1x1 kernel, stride 1, no padding, dilation 1 and one group"
+            )
+
+
+Graph = Dialect("graph", [ParamOp, Conv2dOp, BatchNormOp, SiluOp, AddOp, FusedConv2dOp], [])

@@ -18,6 +18,12 @@ def _builtin() -> Dialect:
     return Builtin
 
 
+def _derive() -> Dialect:
+    from dialects.derive import Derive
+
+    return Derive
+
+
 def _func() -> Dialect:
     from xdsl.dialects.func import Func
 
@@ -39,6 +45,7 @@ def _graph() -> Dialect:
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "arith": _arith,
     "builtin": _builtin,
+    "derive": _derive,
     "func": _func,
     "graph": _graph,
 }

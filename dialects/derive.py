@@ -1,0 +1,98 @@
+"""The `derive` dialect: the IR spelling of `teeny_ir.derivations.Derivation`.
+
+One attribute, ``#derive.param<...>``, used by fused graph ops (their epilogue
+scale and shift) and by the kernel dialect's parameter slots. Its semantics
+live in `teeny_ir.derivations` (the single evaluator); this module only parses,
+prints and verifies it::
+
+    #derive.param<identity("model.0.conv.bias") : [16]>
+    #derive.param<reshape("model.0.conv.weight") : [16, 8]>
+    #derive.param<fill(1.0) : [16]>
+    #derive.param<bn_scale("m.bn.weight", "m.bn.running_var") eps 0.001 : [16]>
+    #derive.param<bn_shift("m.bn.weight", "m.bn.bias", "m.bn.running_mean",
+                           "m.bn.running_var", "m.conv.bias") eps 0.001 : [16]>
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdsl.ir import Data, Dialect
+from xdsl.irdl import irdl_attr_definition
+from xdsl.utils.exceptions import VerifyException
+
+from teeny_ir.derivations import KINDS, Derivation, DerivationError
+
+if TYPE_CHECKING:
+    from xdsl.parser import AttrParser
+    from xdsl.printer import Printer
+
+
+def _float_text(value: float) -> str:
+    """Shortest text that reads back as the same float, in MLIR's float syntax
+    (which needs a '.': ``1.0e-05``, not ``1e-05``)."""
+    text = repr(float(value))
+    if "." not in text:
+        mantissa, _, exponent = text.partition("e")
+        text = f"{mantissa}.0" + (f"e{exponent}" if exponent else "")
+    return text
+
+
+@irdl_attr_definition
+class DerivationAttr(Data[Derivation]):
+    """How one parameter is computed from weights named by their state-dict keys."""
+
+    name = "derive.param"
+
+    @classmethod
+    def parse_parameter(cls, parser: AttrParser) -> Derivation:
+        with parser.in_angle_brackets():
+            start = parser.pos
+            kind = parser.parse_identifier()
+            if kind not in KINDS:
+                parser.raise_error(
+                    f"unknown derivation kind '{kind}' (valid: {', '.join(KINDS)})", start
+                )
+            value = 0.0
+            sources: list[str] = []
+            if kind == "fill":
+                with parser.in_parens():
+                    value = parser.parse_float()
+            else:
+                sources = parser.parse_comma_separated_list(
+                    parser.Delimiter.PAREN, parser.parse_str_literal, " (source weight names)"
+                )
+            eps = 0.0
+            if parser.parse_optional_keyword("eps") is not None:
+                eps = parser.parse_float()
+            parser.parse_punctuation(":")
+            shape = parser.parse_comma_separated_list(
+                parser.Delimiter.SQUARE, parser.parse_integer, " (the parameter's shape)"
+            )
+            try:
+                return Derivation(kind, tuple(sources), tuple(shape), eps=eps, value=value)
+            except DerivationError as err:
+                parser.raise_error(str(err), start)
+
+    def print_parameter(self, printer: Printer) -> None:
+        d = self.data
+        with printer.in_angle_brackets():
+            printer.print_string(d.kind)
+            if d.kind == "fill":
+                printer.print_string(f"({_float_text(d.value)})")
+            else:
+                printer.print_string("(")
+                printer.print_list(d.sources, printer.print_string_literal)
+                printer.print_string(")")
+            if d.kind in ("bn_scale", "bn_shift"):
+                printer.print_string(f" eps {_float_text(d.eps)}")
+            printer.print_string(" : [")
+            printer.print_list(d.shape, lambda n: printer.print_string(str(n)))
+            printer.print_string("]")
+
+    def verify(self) -> None:
+        if not isinstance(self.data, Derivation):
+            raise VerifyException(f"expected a Derivation, got {type(self.data).__name__}")
+
+
+Derive = Dialect("derive", [], [DerivationAttr])
