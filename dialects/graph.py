@@ -774,7 +774,7 @@ def _keyword_option(name: str, choices: Sequence[str]) -> OptionParser:
     def parse(parser: Parser) -> Attribute:
         start = parser.pos
         word = parser.parse_optional_identifier() or parser.parse_optional_str_literal()
-        if word not in choices:
+        if word is None or word not in choices:
             parser.raise_error(
                 f"expected {name} to be one of {', '.join(choices)}", start, parser.pos
             )
