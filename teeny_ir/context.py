@@ -42,12 +42,19 @@ def _graph() -> Dialect:
     return Graph
 
 
+def _kernel() -> Dialect:
+    from dialects.kernel import Kernel
+
+    return Kernel
+
+
 DIALECTS: dict[str, Callable[[], Dialect]] = {
     "arith": _arith,
     "builtin": _builtin,
     "derive": _derive,
     "func": _func,
     "graph": _graph,
+    "kernel": _kernel,
 }
 """Dialect name -> loader."""
 

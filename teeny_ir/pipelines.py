@@ -23,6 +23,13 @@ PIPELINES: dict[str, NamedPipeline] = {
     p.name: p
     for p in (
         NamedPipeline(
+            "teeny-inference",
+            "inference lowering: split biases, fold Conv+BN+activation, pick conv "
+            "algorithms, lower to kernel ops (emission stays explicit)",
+            "builtin.module(split-bias,fuse-conv-bn-act{mode=inference},"
+            "select-conv-algorithm,lower-graph-to-kernel)",
+        ),
+        NamedPipeline(
             "cleanup",
             "canonicalize and CSE every function, then drop dead code",
             "builtin.module(func.func(canonicalize,cse),dce)",

@@ -64,6 +64,18 @@ def _dce() -> type[ModulePass]:
     return DeadCodeElimination
 
 
+def _teeny(module: str, cls: str) -> Callable[[], type[ModulePass]]:
+    """Loader of a teeny pass: ``passes.<module>.<cls>``, imported on first use."""
+
+    def load() -> type[ModulePass]:
+        import importlib
+
+        loaded: type[ModulePass] = getattr(importlib.import_module(f"passes.{module}"), cls)
+        return loaded
+
+    return load
+
+
 _PASSES: dict[str, PassEntry] = {
     entry.name: entry
     for entry in (
@@ -80,6 +92,15 @@ _PASSES: dict[str, PassEntry] = {
             "eliminate common subexpressions among side-effect-free ops (xDSL)",
         ),
         PassEntry("dce", _dce, MODULE_AND_FUNCTION, "remove dead side-effect-free ops (xDSL)"),
+        PassEntry("split-bias", _teeny("split_bias", "SplitBiasPass")),
+        PassEntry("fuse-conv-bn-act", _teeny("fuse_conv_bn_act", "FuseConvBnActPass")),
+        PassEntry(
+            "select-conv-algorithm", _teeny("select_conv_algorithm", "SelectConvAlgorithmPass")
+        ),
+        PassEntry(
+            "lower-graph-to-kernel", _teeny("lower_graph_to_kernel", "LowerGraphToKernelPass")
+        ),
+        PassEntry("emit-triton", _teeny("emit_triton", "EmitTritonPass")),
     )
 }
 

@@ -17,7 +17,12 @@ import passes
 
 ROOT = Path(__file__).resolve().parent.parent
 
-UTILITY = {"teeny_ir.diagnostics"}
+UTILITY = {
+    "teeny_ir.diagnostics",
+    "teeny_ir.derivations",
+    "teeny_ir.expressions",
+    "teeny_ir.kernel_families",
+}
 """teeny_ir modules that dialects and passes may import."""
 HEAVY = ("numpy", "networkx", "torch", "triton")
 
