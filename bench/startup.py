@@ -36,8 +36,13 @@ def _stock_xdsl_opt() -> Path:
             [str(STOCK_ENV / "bin" / "pip"), "install", "-q", "xdsl==0.75.0"], check=True
         )
         subprocess.run(
-            [str(STOCK_ENV / "bin" / "python"), "-m", "compileall", "-q",
-             str(next((STOCK_ENV / "lib").glob("python*/site-packages")))],
+            [
+                str(STOCK_ENV / "bin" / "python"),
+                "-m",
+                "compileall",
+                "-q",
+                str(next((STOCK_ENV / "lib").glob("python*/site-packages"))),
+            ],
             check=True,
         )
     return exe

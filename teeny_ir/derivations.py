@@ -64,7 +64,9 @@ class Derivation:
 
     def __post_init__(self) -> None:
         if self.kind not in _SOURCE_COUNTS:
-            raise DerivationError(f"unknown derivation kind '{self.kind}' (valid: {', '.join(KINDS)})")
+            raise DerivationError(
+                f"unknown derivation kind '{self.kind}' (valid: {', '.join(KINDS)})"
+            )
         if len(self.sources) not in _SOURCE_COUNTS[self.kind]:
             counts = " or ".join(str(n) for n in _SOURCE_COUNTS[self.kind])
             raise DerivationError(
@@ -78,6 +80,10 @@ class Derivation:
             raise DerivationError(f"batch-norm derivations need eps > 0, got {self.eps}")
         if not math.isfinite(self.value):
             raise DerivationError(f"fill value must be finite, got {self.value}")
+        if self.eps and self.kind not in ("bn_scale", "bn_shift"):
+            raise DerivationError(f"derivation '{self.kind}' takes no eps")
+        if self.value and self.kind != "fill":
+            raise DerivationError(f"derivation '{self.kind}' takes no fill value")
 
     @property
     def numel(self) -> int:
@@ -98,7 +104,9 @@ class Derivation:
         if self.kind in ("identity", "reshape"):
             (source,) = self.sources
             size = math.prod(shapes[source])
-            if size != self.numel or (self.kind == "identity" and tuple(shapes[source]) != self.shape):
+            if size != self.numel or (
+                self.kind == "identity" and tuple(shapes[source]) != self.shape
+            ):
                 problems.append(
                     f"weight '{source}' has shape {list(shapes[source])}, "
                     f"expected {self.numel} elements as {list(self.shape)}"
@@ -112,7 +120,11 @@ class Derivation:
         return problems
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "sources": list(self.sources), "shape": list(self.shape)}
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "sources": list(self.sources),
+            "shape": list(self.shape),
+        }
         if self.kind in ("bn_scale", "bn_shift"):
             data["eps"] = self.eps
         if self.kind == "fill":
@@ -162,10 +174,15 @@ def evaluate(derivation: Derivation, weights: Mapping[str, Any]) -> np.ndarray:
     """
     import numpy as np
 
-    problems = derivation.check_sources({n: np.shape(weights[n]) for n in derivation.sources if n in weights})
+    problems = derivation.check_sources(
+        {n: np.shape(weights[n]) for n in derivation.sources if n in weights}
+    )
     if problems:
         raise DerivationError("; ".join(problems))
-    get = {role: np.asarray(weights[name], dtype=np.float64) for role, name in derivation.roles().items()}
+    get = {
+        role: np.asarray(weights[name], dtype=np.float64)
+        for role, name in derivation.roles().items()
+    }
     if derivation.kind in ("identity", "reshape"):
         result = get["weight"].reshape(derivation.shape)
     elif derivation.kind == "fill":

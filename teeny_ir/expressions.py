@@ -143,7 +143,9 @@ class _Parser:
                 raise ExpressionError(f"'{name}' must be called: {name}(a, b)")
             return Sym(name)
         found = self.tokens[self.index][1] if self.index < len(self.tokens) else "end"
-        raise ExpressionError(f"expected a number, a symbol or '(', found '{found}' in '{self.text}'")
+        raise ExpressionError(
+            f"expected a number, a symbol or '(', found '{found}' in '{self.text}'"
+        )
 
 
 def evaluate(expr: Expr, env: Mapping[str, int]) -> int:

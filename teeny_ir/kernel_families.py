@@ -34,12 +34,14 @@ class KernelArg:
 
 @dataclass(frozen=True)
 class Constexpr:
-    """A compile-time parameter; ``choices`` restricts its values when given."""
+    """A compile-time parameter; ``choices`` restricts its values when given,
+    ``minimum`` bounds it below (``tl.dot`` needs tiles of at least 16x16x8)."""
 
     name: str
     type: Literal["int", "bool"]
     choices: tuple[int, ...] = ()
     power_of_two: bool = False
+    minimum: int = 0
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ ELEMENTWISE = KernelFamily(
     ),
     constexprs=(
         Constexpr("OP", "int", tuple(ELEMENTWISE_OPS.values())),
-        Constexpr("BLOCK", "int", power_of_two=True),
+        Constexpr("BLOCK", "int", power_of_two=True, minimum=1),
     ),
     grid=(GridAxis((("numel", "BLOCK"),)),),
 )
@@ -142,10 +144,10 @@ CONV1X1_GEMM = KernelFamily(
         KernelArg("y_row_stride", "dim", _I32),
     ),
     constexprs=(
-        Constexpr("BLOCK_M", "int", power_of_two=True),
-        Constexpr("BLOCK_N", "int", power_of_two=True),
-        Constexpr("BLOCK_K", "int", power_of_two=True),
-        Constexpr("GROUP_M", "int"),
+        Constexpr("BLOCK_M", "int", power_of_two=True, minimum=16),
+        Constexpr("BLOCK_N", "int", power_of_two=True, minimum=16),
+        Constexpr("BLOCK_K", "int", power_of_two=True, minimum=8),
+        Constexpr("GROUP_M", "int", minimum=1),
         Constexpr("ACTIVATION", "int", tuple(ACTIVATIONS.values())),
     ),
     grid=(GridAxis((("B", "1"), ("M", "BLOCK_M"), ("C_OUT", "BLOCK_N"))),),

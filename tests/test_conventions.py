@@ -47,16 +47,24 @@ def test_teeny_passes_follow_naming_rules() -> None:
         assert (ROOT / "lit_tests" / "passes" / f"{name}-invalid.mlir").is_file(), name
 
 
+def _dialect_modules() -> dict[str, Path]:
+    """Dialect name -> the file that must end with its `Dialect(...)` object: a
+    module ``dialects/<name>.py``, or a package's ``dialects/<name>/__init__.py``."""
+    modules = {p.stem: p for p in (ROOT / "dialects").glob("*.py") if p.stem != "__init__"}
+    packages = {p.parent.name: p for p in (ROOT / "dialects").glob("*/__init__.py")}
+    assert not modules.keys() & packages.keys()
+    return dict(sorted({**modules, **packages}.items()))
+
+
 def test_op_classes_end_in_op_and_dialect_object_is_last() -> None:
-    for path in sorted((ROOT / "dialects").glob("*.py")):
-        if path.stem == "__init__":
-            continue
-        module = importlib.import_module(f"dialects.{path.stem}")
+    for name, path in _dialect_modules().items():
+        module = importlib.import_module(f"dialects.{name}")
         dialects = [v for v in vars(module).values() if type(v).__name__ == "Dialect"]
         assert len(dialects) == 1, path
         for op in dialects[0].operations:
             assert op.__name__.endswith("Op"), op
             assert inspect.getdoc(op), op
+            assert vars(op).get("__doc__"), op  # its own docstring, not a base class's
         tree = ast.parse(path.read_text())
         last = tree.body[-1]
         assert isinstance(last, ast.Assign | ast.AnnAssign), path
@@ -64,17 +72,14 @@ def test_op_classes_end_in_op_and_dialect_object_is_last() -> None:
 
 
 def test_teeny_dialects_are_registered_lazily() -> None:
-    for path in sorted((ROOT / "dialects").glob("*.py")):
-        if path.stem != "__init__":
-            assert path.stem in DIALECTS, path
+    for name in _dialect_modules():
+        assert name in DIALECTS, name
 
 
 def test_dialects_have_round_trip_and_invalid_lit_files() -> None:
-    for path in sorted((ROOT / "dialects").glob("*.py")):
-        if path.stem == "__init__":
-            continue
-        assert (ROOT / "lit_tests" / "dialects" / f"{path.stem}.mlir").is_file()
-        assert (ROOT / "lit_tests" / "dialects" / f"{path.stem}-invalid.mlir").is_file()
+    for name in _dialect_modules():
+        assert (ROOT / "lit_tests" / "dialects" / f"{name}.mlir").is_file(), name
+        assert (ROOT / "lit_tests" / "dialects" / f"{name}-invalid.mlir").is_file(), name
 
 
 def test_ci_runs_the_readme_test_command() -> None:

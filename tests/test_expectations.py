@@ -47,7 +47,9 @@ def test_split_empty_chunks_and_crlf() -> None:
     assert split_input_file("a\r\n// -----\r\nb\r\n") == [("a\r\n", 1), ("b\r\n", 3)]
 
 
-LINES = st.lists(st.sampled_from(["x", "", "  ", "// -- ---", "y // -----", "//  -----"]), min_size=1, max_size=4)
+LINES = st.lists(
+    st.sampled_from(["x", "", "  ", "// -- ---", "y // -----", "//  -----"]), min_size=1, max_size=4
+)
 
 
 @given(st.lists(LINES, min_size=1, max_size=4))
@@ -95,7 +97,9 @@ def test_parse_forms() -> None:
 
 
 def test_parse_uses_whole_file_lines() -> None:
-    exps, _ = parse_expectations("x\n// expected-error@above {{m}}\n// expected-error@-1 {{n}}\n", 41)
+    exps, _ = parse_expectations(
+        "x\n// expected-error@above {{m}}\n// expected-error@-1 {{n}}\n", 41
+    )
     assert [(e.line, e.source_line) for e in exps] == [(41, 42), (42, 43)]
 
 

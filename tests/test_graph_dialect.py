@@ -13,7 +13,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, Builtin, ModuleOp, TensorType, f32, i32
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    Builtin,
+    DenseArrayBase,
+    ModuleOp,
+    StringAttr,
+    TensorType,
+    f32,
+    i32,
+    i64,
+)
 from xdsl.dialects.func import Func, FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region
 from xdsl.parser import Parser
@@ -21,16 +31,25 @@ from xdsl.printer import Printer
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.utils.exceptions import ParseError, VerifyException
 
+import dialects.graph
+from dialects.derive import Derive
 from dialects.graph import (
     AddOp,
     BatchNormOp,
+    BiasAddOp,
     Conv2dOp,
+    FusedConv2dOp,
     Graph,
+    MulOp,
     ParamOp,
+    ReluOp,
+    SigmoidOp,
     SiluOp,
     broadcast_shapes,
     infer_conv2d_shape,
+    is_gemm_conv,
 )
+from teeny_ir import derivations
 
 REPO = Path(__file__).resolve().parent.parent
 Q = DYNAMIC_INDEX
@@ -40,6 +59,7 @@ def make_context() -> Context:
     ctx = Context()
     ctx.load_dialect(Builtin)
     ctx.load_dialect(Func)
+    ctx.load_dialect(Derive)
     ctx.load_dialect(Graph)
     return ctx
 
@@ -109,6 +129,22 @@ VALID_BODIES = {
     "silu": f"  %y = graph.silu %v : {XB}",
     "add_broadcast": f"  %z = graph.add %v, %b3 : ({XB}, tensor<16x1x1xf32>) -> {XB}",
     "add_scalar": f"  %z = graph.add %s, %v : (tensor<f32>, {XB}) -> {XB}",
+    "relu": f"  %y = graph.relu %v : {XB}",
+    "sigmoid_attr_dict": f"  %y = graph.sigmoid %v {{note = 1 : i64}} : {XB}",
+    "mul_broadcast": f"  %z = graph.mul %v, %b3 : ({XB}, tensor<16x1x1xf32>) -> {XB}",
+    "mul_scalar": f"  %z = graph.mul %s, %v : (tensor<f32>, {XB}) -> {XB}",
+    "bias_add": f"  %y = graph.bias_add %v, %b : ({XB}, {P}) -> {XB}",
+    "fused_bn_fold": (
+        f"  %y = graph.fused_conv2d %x, %w padding [1, 1, 1, 1] "
+        f'scale #derive.param<bn_scale("g", "v") eps 1.0e-3 : [16]> '
+        f'shift #derive.param<bn_shift("g", "b", "m", "v", "c") eps 1.0e-3 : [16]> '
+        f"activation silu : ({X}, {W}) -> {XB}"
+    ),
+    "fused_algorithm": (
+        f"  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> "
+        f'shift #derive.param<identity("b") : [16]> algorithm "implicit-gemm" '
+        f"tiles [64, 32, 16] : ({X}, {W}) -> tensor<?x16x6x6xf32>"
+    ),
 }
 ARGS = f"%x: {X}, %w: {W}, %b: {P}, %v: {XB}, %b3: tensor<16x1x1xf32>, %s: tensor<f32>"
 
@@ -199,7 +235,12 @@ def test_builders_infer_types_and_round_trip() -> None:
     act = SiluOp(norm)
     shift = ParamOp("shift", tensor(16, 1, 1))
     total = AddOp(act, shift)
+    relu = ReluOp(total)
+    gate = SigmoidOp(relu)
+    product = MulOp(gate, shift)
+    split = BiasAddOp(product, bias)
     ops: list[Operation] = [weight, bias, conv, plain, norm, train, act, shift, total]
+    ops += [relu, gate, product, split]
     module = build_module(ops, block)
 
     assert conv.result.type == tensor(Q, 16, 4, 4)
@@ -209,6 +250,8 @@ def test_builders_infer_types_and_round_trip() -> None:
     assert set(norm.properties) == {"eps"}
     assert [r.type for r in train.results] == [tensor(Q, 16, 4, 4), tensor(16), tensor(16)]
     assert total.result.type == tensor(Q, 16, 4, 4)
+    for op in (relu, gate, product, split):
+        assert op.results[0].type == tensor(Q, 16, 4, 4)
     assert_round_trips(module)
 
     printed = to_text(module)
@@ -220,6 +263,68 @@ def test_builders_infer_types_and_round_trip() -> None:
     assert "graph.batch_norm %3, %2, %2, %2, %2 eps 1.000000e-03 : (" in printed
     assert "graph.batch_norm %3, %2, %2, %2, %2 training : (" in printed
     assert "graph.silu %5 : tensor<?x16x4x4xf32>" in printed
+    assert "graph.relu %11 : tensor<?x16x4x4xf32>" in printed
+    assert "graph.sigmoid %12 : tensor<?x16x4x4xf32>" in printed
+    assert "graph.mul %13, %10 : (tensor<?x16x4x4xf32>, tensor<16x1x1xf32>) -> tensor" in printed
+    assert "graph.bias_add %14, %2 : (tensor<?x16x4x4xf32>, tensor<16xf32>) -> tensor" in printed
+
+
+def test_fused_conv2d_builder_and_accessors() -> None:
+    block = block_args(tensor(Q, 8, 5, 5))
+    (x,) = block.args
+    weight = ParamOp("m.conv.weight", tensor(16, 8, 3, 3))
+    scale = derivations.bn_scale("m.bn.weight", "m.bn.running_var", 1e-3, 16)
+    shift = derivations.bn_shift(
+        "m.bn.weight", "m.bn.bias", "m.bn.running_mean", "m.bn.running_var", 1e-3, 16
+    )
+    fused = FusedConv2dOp(x, weight, scale=scale, shift=shift, activation="silu", padding=[1] * 4)
+    bare = FusedConv2dOp(x, weight, scale=derivations.fill(1.0, [16]), shift=shift)
+    module = build_module([weight, fused, bare], block)
+    assert fused.result.type == tensor(Q, 16, 5, 5)
+    assert bare.result.type == tensor(Q, 16, 3, 3)
+    assert (fused.scale.data, fused.shift.data) == (scale, shift)
+    assert (fused.activation, bare.activation) == ("silu", "none")
+    assert (fused.padding, bare.padding, bare.strides, bare.groups) == (
+        (1, 1, 1, 1),
+        (0, 0, 0, 0),
+        (1, 1),
+        1,
+    )
+    assert (bare.algorithm, bare.tiles) == (None, None)
+    assert set(bare.properties) == {"scale", "shift"}
+    assert_round_trips(module)
+    bare.properties["algorithm"] = StringAttr("implicit-gemm")
+    bare.properties["tiles"] = DenseArrayBase.from_list(i64, [64, 64, 16])
+    assert (bare.algorithm, bare.tiles) == ("implicit-gemm", (64, 64, 16))
+    assert 'algorithm "implicit-gemm" tiles [64, 64, 16] :' in to_text(module)
+    assert_round_trips(module)
+
+
+def test_is_gemm_conv() -> None:
+    assert is_gemm_conv((16, 8, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    assert not is_gemm_conv((16, 8, 3, 3), (1, 1), (0, 0, 0, 0), (1, 1), 1)
+    assert not is_gemm_conv((16, 8, 1, 1), (2, 1), (0, 0, 0, 0), (1, 1), 1)
+    assert not is_gemm_conv((16, 8, 1, 1), (1, 1), (0, 0, 0, 1), (1, 1), 1)
+    assert not is_gemm_conv((16, 8, 1, 1), (1, 1), (0, 0, 0, 0), (1, 2), 1)
+    assert not is_gemm_conv((16, 4, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 2)
+
+
+def test_package_re_exports_the_public_names() -> None:
+    """Other modules import these from `dialects.graph`, whatever file defines them."""
+    for name in dialects.graph.__all__:
+        assert hasattr(dialects.graph, name), name
+    assert {op.name for op in Graph.operations} == {
+        "graph.param",
+        "graph.conv2d",
+        "graph.fused_conv2d",
+        "graph.batch_norm",
+        "graph.silu",
+        "graph.relu",
+        "graph.sigmoid",
+        "graph.add",
+        "graph.mul",
+        "graph.bias_add",
+    }
 
 
 def test_builders_keep_explicit_defaults() -> None:
@@ -238,6 +343,12 @@ def test_builders_raise_on_bad_operands() -> None:
         Conv2dOp(x, weight)
     with pytest.raises(VerifyException, match="cannot broadcast"):
         AddOp(x, other)
+    with pytest.raises(VerifyException, match="cannot broadcast"):
+        MulOp(x, other)
+    with pytest.raises(VerifyException, match=re.escape("C_in / groups = 3, got 4")):
+        FusedConv2dOp(
+            x, weight, scale=derivations.fill(1.0, [16]), shift=derivations.fill(0.0, [16])
+        )
 
 
 def test_builder_rejects_invalid_op_at_verify() -> None:
@@ -291,6 +402,37 @@ def bn_case(options: str, result: str, x: str = XB, p: str = P, v: str = P) -> s
 
 def add_case(a: str, b: str, result: str) -> str:
     return func(f"%a: {a}, %b: {b}", f"  %z = graph.add %a, %b : ({a}, {b}) -> {result}")
+
+
+def binary_case(op: str, a: str, b: str, result: str) -> str:
+    return func(f"%a: {a}, %b: {b}", f"  %z = graph.{op} %a, %b : ({a}, {b}) -> {result}")
+
+
+def bias_add_case(x: str, b: str, result: str) -> str:
+    return func(f"%x: {x}, %b: {b}", f"  %y = graph.bias_add %x, %b : ({x}, {b}) -> {result}")
+
+
+FUSED_SCALE = "scale #derive.param<fill(1.0) : [16]>"
+FUSED_SHIFT = "shift #derive.param<fill(0.0) : [16]>"
+
+
+def fused_case(options: str, result: str = "tensor<?x16x6x6xf32>") -> str:
+    """A fused conv over ``X`` and ``W``; ``options`` may replace the scale or shift."""
+    scale = "" if "scale " in options else f" {FUSED_SCALE}"
+    shift = "" if "shift " in options else f" {FUSED_SHIFT}"
+    return func(
+        f"%x: {X}, %w: {W}",
+        f"  %y = graph.fused_conv2d %x, %w{scale}{shift} {options} : ({X}, {W}) -> {result}",
+    )
+
+
+def generic_fused_case(properties: str) -> str:
+    derive = "scale = #derive.param<fill(1.0) : [16]>, shift = #derive.param<fill(0.0) : [16]>"
+    return func(
+        f"%x: {X}, %w: {W}",
+        f'  %y = "graph.fused_conv2d"(%x, %w) <{{{derive}, {properties}}}> '
+        f": ({X}, {W}) -> tensor<?x16x6x6xf32>",
+    )
 
 
 def param_case(literal: str, type_: str) -> str:
@@ -450,6 +592,76 @@ VERIFY_FAILURES = [
         add_case("tensor<2xf32>", "tensor<2xbf16>", "tensor<2xf32>"),
         "unsupported dtype bf16 for rhs",
     ),
+    # graph.relu, graph.sigmoid
+    (
+        func("%x: tensor<?x4xf16>", "  %y = graph.relu %x : tensor<?x4xf16>"),
+        "'graph.relu' op unsupported dtype f16 for input",
+    ),
+    (
+        func(
+            "%x: tensor<?x4xf32>",
+            '  %y = "graph.sigmoid"(%x) : (tensor<?x4xf32>) -> tensor<4xf32>',
+        ),
+        "'graph.sigmoid' op expected result type tensor<?x4xf32>, got tensor<4xf32>",
+    ),
+    # graph.mul
+    (
+        binary_case("mul", "tensor<?x3xf32>", "tensor<4x3xf32>", "tensor<4x3xf32>"),
+        "'graph.mul' op cannot broadcast dynamic dimension against static size 4",
+    ),
+    (
+        binary_case("mul", "tensor<2x3xf32>", "tensor<4xf32>", "tensor<2x4xf32>"),
+        "cannot broadcast shapes [2, 3] and [4]: sizes 3 and 4 differ at result dimension 1",
+    ),
+    (
+        binary_case("mul", "tensor<2x3xf32>", "tensor<3xf32>", "tensor<2x1xf32>"),
+        "expected result type tensor<2x3xf32>, got tensor<2x1xf32>",
+    ),
+    # graph.bias_add
+    (
+        bias_add_case("tensor<?xf32>", "tensor<4xf32>", "tensor<?xf32>"),
+        "'graph.bias_add' op expected input of rank >= 2 [N, C, ...], got rank 1",
+    ),
+    (bias_add_case(XB, "tensor<8xf32>", XB), "expected bias shape [16], got [8]"),
+    (bias_add_case(XB, "tensor<?xf32>", XB), "expected bias to be fully static, got shape [?]"),
+    (bias_add_case(XB, "tensor<16xi32>", XB), "unsupported dtype i32 for bias"),
+    (
+        bias_add_case(XB, P, "tensor<2x16x8x8xf32>"),
+        "expected result type tensor<?x16x8x8xf32>, got tensor<2x16x8x8xf32>",
+    ),
+    # graph.fused_conv2d
+    (fused_case("scale #derive.param<fill(1.0) : [8]>"), "expected scale of shape [16], got [8]"),
+    (
+        fused_case('shift #derive.param<identity("b") : [16, 1]>'),
+        "expected shift of shape [16], got [16, 1]",
+    ),
+    (
+        fused_case("activation relu", result="tensor<?x16x2x2xf32>"),
+        "expected result type tensor<?x16x6x6xf32>, got tensor<?x16x2x2xf32>",
+    ),
+    (fused_case("groups 2"), "expected C_in = 3 to be divisible by groups = 2"),
+    (
+        generic_fused_case('activation = "tanh"'),
+        "expected activation to be one of silu, relu, sigmoid, got 'tanh'",
+    ),
+    (fused_case("algorithm gemm"), "expected 'algorithm' and 'tiles' to be set together"),
+    (fused_case("tiles [8, 8, 8]"), "expected 'algorithm' and 'tiles' to be set together"),
+    (
+        generic_fused_case('algorithm = "winograd", tiles = array<i64: 8, 8, 8>'),
+        "expected algorithm to be one of gemm, depthwise, implicit-gemm, got 'winograd'",
+    ),
+    (
+        generic_fused_case('algorithm = "gemm", tiles = array<i64: 8, 8>'),
+        "expected 3 values for tiles [BLOCK_M, BLOCK_N, BLOCK_K], got 2",
+    ),
+    (
+        fused_case("algorithm depthwise tiles [8, 12, 8]"),
+        "expected tiles to be powers of two, got [8, 12, 8]",
+    ),
+    (
+        fused_case("algorithm gemm tiles [64, 64, 16]"),
+        "algorithm 'gemm' needs a 1x1 kernel, stride 1, no padding, dilation 1 and one group",
+    ),
 ]
 
 
@@ -502,6 +714,32 @@ PARSE_FAILURES = [
     (param_case('"\\FF"', "tensor<4xf32>"), '"\\FF"', "the parameter name is not valid UTF-8"),
     (param_case('"w"', "f32"), "f32\n", "expected a tensor type, got f32"),
     (func("%x: f32", "  %y = graph.silu %x : f32"), "f32\n", "expected a tensor type, got f32"),
+    (func("%x: f32", "  %y = graph.relu %x : f32"), "f32\n", "expected a tensor type, got f32"),
+    (
+        fused_case("activation tanh"),
+        "tanh",
+        "expected activation to be one of silu, relu, sigmoid",
+    ),
+    (
+        fused_case('algorithm "winograd" tiles [8, 8, 8]'),
+        '"winograd"',
+        "expected algorithm to be one of gemm, depthwise, implicit-gemm",
+    ),
+    (
+        fused_case("algorithm gemm tiles [8, 8]"),
+        "[8, 8]",
+        "expected 3 values for tiles [BLOCK_M, BLOCK_N, BLOCK_K], got 2",
+    ),
+    (
+        fused_case("scale [1, 2]"),
+        "[1, 2]",
+        "expected scale to be a #derive.param<...>",
+    ),
+    (
+        bias_add_case(XB, P, XB).replace(f"({XB}, {P}) ->", f"({XB}) ->"),
+        f"({XB}) ->",
+        "expected 1 operand types but had 2",
+    ),
 ]
 
 

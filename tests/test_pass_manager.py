@@ -147,7 +147,7 @@ def test_nested_cse_only_touches_functions() -> None:
 
 
 def test_dump_pass_pipeline_round_trips(test_passes: None) -> None:
-    text = "test-options{sizes=1,2 out-dir=/tmp/a.b label=\"x y\"},cleanup,func.func(cse)"
+    text = 'test-options{sizes=1,2 out-dir=/tmp/a.b label="x y"},cleanup,func.func(cse)'
     first = PassManager.parse(text).pipeline_string()
     assert first == (
         'builtin.module(test-options{label="x y" sizes=1,2 out-dir=/tmp/a.b},'
@@ -186,8 +186,14 @@ def test_option_values_round_trip(
 
 def test_timing_and_ir_dumps_go_to_stderr() -> None:
     result = run_opt(
-        ["-", "-p", "func.func(cse),dce", "--mlir-timing", "--mlir-print-ir-before-all",
-         "--mlir-print-ir-after-all"],
+        [
+            "-",
+            "-p",
+            "func.func(cse),dce",
+            "--mlir-timing",
+            "--mlir-print-ir-before-all",
+            "--mlir-print-ir-after-all",
+        ],
         TWO_FUNCS,
     )
     assert result.code == 0

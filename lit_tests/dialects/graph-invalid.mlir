@@ -413,3 +413,307 @@ func.func @parse_silu_not_tensor(%x: f32) {
   %y = graph.silu %x : f32
   func.return
 }
+
+// -----
+
+func.func @relu_dtype(%x: tensor<?x4xf16>) {
+  // expected-error@+1 {{unsupported dtype f16 for input: graph ops take f32 tensors}}
+  %y = graph.relu %x : tensor<?x4xf16>
+  func.return
+}
+
+// -----
+
+func.func @relu_result(%x: tensor<?x4xf32>) {
+  // expected-error@+1 {{expected result type tensor<?x4xf32>, got tensor<?x5xf32>}}
+  %y = "graph.relu"(%x) : (tensor<?x4xf32>) -> tensor<?x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @sigmoid_dynamic_channel(%x: tensor<2x?xf32>) {
+  // expected-error@+1 {{input has a dynamic dimension 1: only the batch dimension (0) may be dynamic}}
+  %y = graph.sigmoid %x : tensor<2x?xf32>
+  func.return
+}
+
+// -----
+
+func.func @sigmoid_result(%x: tensor<?x4xf32>) {
+  // expected-error@+1 {{expected result type tensor<?x4xf32>, got tensor<4xf32>}}
+  %y = "graph.sigmoid"(%x) : (tensor<?x4xf32>) -> tensor<4xf32>
+  func.return
+}
+
+// -----
+
+func.func @mul_dynamic_against_static(%a: tensor<?x3xf32>, %b: tensor<4x3xf32>) {
+  // expected-error@+1 {{cannot broadcast dynamic dimension against static size 4 (shapes [?, 3] and [4, 3])}}
+  %z = graph.mul %a, %b : (tensor<?x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @mul_mismatch(%a: tensor<2x3xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{cannot broadcast shapes [2, 3] and [4]: sizes 3 and 4 differ at result dimension 1}}
+  %z = graph.mul %a, %b : (tensor<2x3xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @mul_batch_moves(%a: tensor<?x3xf32>, %b: tensor<2x1x3xf32>) {
+  // expected-error@+1 {{the dynamic batch dimension would land at result dimension 1}}
+  %z = graph.mul %a, %b : (tensor<?x3xf32>, tensor<2x1x3xf32>) -> tensor<2x?x3xf32>
+  func.return
+}
+
+// -----
+
+func.func @mul_result(%a: tensor<2x3xf32>, %b: tensor<3xf32>) {
+  // expected-error@+1 {{expected result type tensor<2x3xf32>, got tensor<2x1xf32>}}
+  %z = graph.mul %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x1xf32>
+  func.return
+}
+
+// -----
+
+func.func @mul_dtype(%a: tensor<2xf32>, %b: tensor<2xi64>) {
+  // expected-error@+1 {{unsupported dtype i64 for rhs: graph ops take f32 tensors}}
+  %z = graph.mul %a, %b : (tensor<2xf32>, tensor<2xi64>) -> tensor<2xf32>
+  func.return
+}
+
+// -----
+
+func.func @mul_result_dtype(%a: tensor<2xf32>, %b: tensor<2xf32>) {
+  // expected-error@+1 {{unsupported dtype f64 for result: graph ops take f32 tensors}}
+  %z = graph.mul %a, %b : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf64>
+  func.return
+}
+
+// -----
+
+func.func @bias_add_rank(%x: tensor<?xf32>, %b: tensor<4xf32>) {
+  // expected-error@+1 {{expected input of rank >= 2 [N, C, ...], got rank 1}}
+  %y = graph.bias_add %x, %b : (tensor<?xf32>, tensor<4xf32>) -> tensor<?xf32>
+  func.return
+}
+
+// -----
+
+func.func @bias_add_bias_shape(%x: tensor<?x16x8x8xf32>, %b: tensor<8xf32>) {
+  // expected-error@+1 {{expected bias shape [16], got [8]}}
+  %y = graph.bias_add %x, %b : (tensor<?x16x8x8xf32>, tensor<8xf32>) -> tensor<?x16x8x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @bias_add_bias_rank(%x: tensor<?x16x8x8xf32>, %b: tensor<16x1x1xf32>) {
+  // expected-error@+1 {{expected bias shape [16], got [16, 1, 1]}}
+  %y = graph.bias_add %x, %b : (tensor<?x16x8x8xf32>, tensor<16x1x1xf32>) -> tensor<?x16x8x8xf32>
+  func.return
+}
+
+// -----
+
+func.func @bias_add_bias_dynamic(%x: tensor<?x16xf32>, %b: tensor<?xf32>) {
+  // expected-error@+1 {{expected bias to be fully static, got shape [?]}}
+  %y = graph.bias_add %x, %b : (tensor<?x16xf32>, tensor<?xf32>) -> tensor<?x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @bias_add_bias_dtype(%x: tensor<?x16xf32>, %b: tensor<16xf16>) {
+  // expected-error@+1 {{unsupported dtype f16 for bias: graph ops take f32 tensors}}
+  %y = graph.bias_add %x, %b : (tensor<?x16xf32>, tensor<16xf16>) -> tensor<?x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @bias_add_input_dtype(%x: tensor<?x16xi32>, %b: tensor<16xf32>) {
+  // expected-error@+1 {{unsupported dtype i32 for input: graph ops take f32 tensors}}
+  %y = graph.bias_add %x, %b : (tensor<?x16xi32>, tensor<16xf32>) -> tensor<?x16xi32>
+  func.return
+}
+
+// -----
+
+func.func @bias_add_result(%x: tensor<?x16xf32>, %b: tensor<16xf32>) {
+  // expected-error@+1 {{expected result type tensor<?x16xf32>, got tensor<1x16xf32>}}
+  %y = graph.bias_add %x, %b : (tensor<?x16xf32>, tensor<16xf32>) -> tensor<1x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_scale_shape(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected scale of shape [16], got [8]}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [8]> shift #derive.param<fill(0.0) : [16]> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_shift_shape(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected shift of shape [16], got [16, 1]}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<identity("b") : [16, 1]> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_conv_rule(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected strides >= 1, got [0, 1]}}
+  %y = graph.fused_conv2d %x, %w strides [0, 1] scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_result(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected result type tensor<?x16x4x4xf32>, got tensor<?x16x2x2xf32>}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x2x2xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_activation(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected activation to be one of silu, relu, sigmoid, got 'tanh'}}
+  %y = "graph.fused_conv2d"(%x, %w) <{scale = #derive.param<fill(1.0) : [16]>, shift = #derive.param<fill(0.0) : [16]>, activation = "tanh"}> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_algorithm_without_tiles(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected 'algorithm' and 'tiles' to be set together}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> algorithm gemm : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_tiles_without_algorithm(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected 'algorithm' and 'tiles' to be set together}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> tiles [64, 64, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_algorithm_unknown(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected algorithm to be one of gemm, depthwise, implicit-gemm, got 'winograd'}}
+  %y = "graph.fused_conv2d"(%x, %w) <{scale = #derive.param<fill(1.0) : [16]>, shift = #derive.param<fill(0.0) : [16]>, algorithm = "winograd", tiles = array<i64: 64, 64, 16>}> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_tiles_count(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected 3 values for tiles [BLOCK_M, BLOCK_N, BLOCK_K], got 2}}
+  %y = "graph.fused_conv2d"(%x, %w) <{scale = #derive.param<fill(1.0) : [16]>, shift = #derive.param<fill(0.0) : [16]>, algorithm = "gemm", tiles = array<i64: 64, 64>}> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_tiles_power_of_two(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected tiles to be powers of two, got [64, 48, 16]}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> algorithm gemm tiles [64, 48, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_tiles_zero(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected tiles to be powers of two, got [64, 0, 16]}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> algorithm gemm tiles [64, 0, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_gemm_not_1x1(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{algorithm 'gemm' needs a 1x1 kernel, stride 1, no padding, dilation 1 and one group}}
+  %y = graph.fused_conv2d %x, %w padding [1, 1, 1, 1] scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> algorithm gemm tiles [64, 64, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x6x6xf32>
+  func.return
+}
+
+// -----
+
+func.func @fused_missing_shift(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{property 'shift' expected}}
+  %y = "graph.fused_conv2d"(%x, %w) <{scale = #derive.param<fill(1.0) : [16]>}> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @parse_fused_activation(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected activation to be one of silu, relu, sigmoid}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> activation tanh : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @parse_fused_algorithm(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected algorithm to be one of gemm, depthwise, implicit-gemm}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> algorithm "winograd" tiles [64, 64, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @parse_fused_scale_not_derivation(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected scale to be a #derive.param<...>}}
+  %y = graph.fused_conv2d %x, %w scale [1, 2] shift #derive.param<fill(0.0) : [16]> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @parse_fused_tiles_count(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{expected 3 values for tiles [BLOCK_M, BLOCK_N, BLOCK_K], got 2}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> algorithm gemm tiles [64, 64] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @parse_fused_duplicate(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
+  // expected-error@+1 {{'scale' is given more than once}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  func.return
+}
+
+// -----
+
+func.func @parse_bias_add_operand_types(%x: tensor<?x16xf32>, %b: tensor<16xf32>) {
+  // expected-error@+1 {{expected 1 operand types but had 2}}
+  %y = graph.bias_add %x, %b : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  func.return
+}
+
+// -----
+
+func.func @parse_relu_not_tensor(%x: f32) {
+  // expected-error@+1 {{expected a tensor type, got f32}}
+  %y = graph.relu %x : f32
+  func.return
+}
+
+// -----
+
+func.func @parse_sigmoid_function_type(%x: tensor<4xf32>) {
+  // expected-error@+1 {{expected a tensor type, got (tensor<4xf32>) -> tensor<4xf32>}}
+  %y = graph.sigmoid %x : (tensor<4xf32>) -> tensor<4xf32>
+  func.return
+}

@@ -1,0 +1,321 @@
+"""Convolutions: `graph.conv2d` and the fused `graph.fused_conv2d`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, TensorType, f32, i64
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.derive import DerivationAttr
+from dialects.graph.format import (
+    OptionParser,
+    OptionsFormatOp,
+    derivation_option,
+    i64_array,
+    i64_array_prop,
+    int_array_option,
+    keyword_option,
+    parse_i64,
+    value_type,
+)
+from dialects.graph.shapes import (
+    DEFAULT_DILATION,
+    DEFAULT_GROUPS,
+    DEFAULT_PADDING,
+    DEFAULT_STRIDES,
+    Shape,
+    check_channel_vector,
+    check_count,
+    check_result,
+    check_tensor,
+    infer_conv2d_shape,
+    is_gemm_conv,
+)
+from teeny_ir.derivations import Derivation
+
+ACTIVATIONS = ("silu", "relu", "sigmoid")
+"""Epilogue activations of `FusedConv2dOp` (absent: none)."""
+CONV_ALGORITHMS = ("gemm", "depthwise", "implicit-gemm")
+"""Values of `FusedConv2dOp`'s ``algorithm``, chosen by select-conv-algorithm."""
+
+
+def _conv_properties(
+    strides: Sequence[int] | None,
+    padding: Sequence[int] | None,
+    dilation: Sequence[int] | None,
+    groups: int | None,
+) -> dict[str, Attribute | None]:
+    return {
+        "strides": i64_array(strides),
+        "padding": i64_array(padding),
+        "dilation": i64_array(dilation),
+        "groups": None if groups is None else IntegerAttr(groups, i64),
+    }
+
+
+def _inferred_type(
+    input: SSAValue | Operation,
+    weight: SSAValue | Operation,
+    strides: Sequence[int] | None,
+    padding: Sequence[int] | None,
+    dilation: Sequence[int] | None,
+    groups: int | None,
+) -> TensorType:
+    """The builders' result type; raises `VerifyException` on operands that do not fit."""
+    shape = infer_conv2d_shape(
+        check_tensor(value_type(input), "input"),
+        check_tensor(value_type(weight), "weight", dynamic_batch=False),
+        DEFAULT_STRIDES if strides is None else strides,
+        DEFAULT_PADDING if padding is None else padding,
+        DEFAULT_DILATION if dilation is None else dilation,
+        DEFAULT_GROUPS if groups is None else groups,
+    )
+    return TensorType(f32, shape)
+
+
+class ConvOptionsOp(OptionsFormatOp):
+    """The window options both convolutions share, each absent when default:
+    ``strides`` [1, 1], ``padding`` [0, 0, 0, 0] (top, left, bottom, right),
+    ``dilation`` [1, 1] and ``groups`` 1. Operands and results are declared by
+    each op (xDSL orders operands by declaration)."""
+
+    strides_attr = i64_array_prop("strides", DEFAULT_STRIDES)
+    padding_attr = i64_array_prop("padding", DEFAULT_PADDING)
+    dilation_attr = i64_array_prop("dilation", DEFAULT_DILATION)
+    groups_attr = opt_prop_def(
+        IntegerAttr[I64], IntegerAttr(DEFAULT_GROUPS, i64), prop_name="groups"
+    )
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "strides": int_array_option("strides", 2),
+        "padding": int_array_option("padding", 4, " [top, left, bottom, right]"),
+        "dilation": int_array_option("dilation", 2),
+        "groups": lambda parser: IntegerAttr(parse_i64(parser), i64),
+    }
+
+    @property
+    def strides(self) -> Shape:
+        """Effective strides [height, width]."""
+        return self.strides_attr.get_values()
+
+    @property
+    def padding(self) -> Shape:
+        """Effective padding [top, left, bottom, right]."""
+        return self.padding_attr.get_values()
+
+    @property
+    def dilation(self) -> Shape:
+        """Effective dilation [height, width]."""
+        return self.dilation_attr.get_values()
+
+    @property
+    def groups(self) -> int:
+        """Effective number of groups."""
+        return self.groups_attr.value.data
+
+    def verify_conv(self, input: SSAValue, weight: SSAValue, result: SSAValue) -> Shape:
+        """Check the operands and the result type; return the result shape."""
+        shape = infer_conv2d_shape(
+            check_tensor(input.type, "input"),
+            check_tensor(weight.type, "weight", dynamic_batch=False),
+            self.strides,
+            self.padding,
+            self.dilation,
+            self.groups,
+        )
+        check_tensor(result.type, "result")
+        check_result(result, TensorType(f32, shape))
+        return shape
+
+
+@irdl_op_definition
+class Conv2dOp(ConvOptionsOp):
+    """2-D cross-correlation over NCHW input, as ``torch.nn.functional.conv2d``.
+
+    Operands: ``input`` [N, C_in, H, W], ``weight`` [C_out, C_in / groups, KH, KW]
+    and an optional ``bias`` [C_out]. With ``G = groups``, output channel ``o``
+    reads the input channels of group ``g = o // (C_out / G)``::
+
+        y[n, o, i, j] = bias[o] + sum_{c, p, q} weight[o, c, p, q]
+                        * x_pad[n, g * C_in / G + c,
+                                i * stride_h + p * dilation_h,
+                                j * stride_w + q * dilation_w]
+
+    where ``x_pad`` is the input zero-padded by ``padding`` = [top, left, bottom,
+    right] (ONNX order). Optional properties, absent when default: ``strides``
+    [1, 1], ``padding`` [0, 0, 0, 0], ``dilation`` [1, 1], ``groups`` 1. The
+    result shape is `infer_conv2d_shape`.
+
+        %y = graph.conv2d %x, %w, %b strides [2, 2] padding [1, 1, 1, 1]
+            : (tensor<?x3x8x8xf32>, tensor<16x3x3x3xf32>, tensor<16xf32>)
+            -> tensor<?x16x4x4xf32>
+    """
+
+    name = "graph.conv2d"
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        bias: SSAValue | Operation | None = None,
+        *,
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        groups: int | None = None,
+        result_type: TensorType | None = None,
+    ):
+        """Build a convolution; options left as None stay absent (default).
+
+        Without ``result_type`` the result type is inferred, raising
+        `VerifyException` if the operands do not fit together.
+        """
+        if result_type is None:
+            result_type = _inferred_type(input, weight, strides, padding, dilation, groups)
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[result_type],
+            properties=_conv_properties(strides, padding, dilation, groups),
+        )
+
+    def verify_(self) -> None:
+        shape = self.verify_conv(self.input, self.weight, self.result)
+        if self.bias is not None:
+            check_channel_vector(self.bias.type, "bias", shape[1])
+
+
+@irdl_op_definition
+class FusedConv2dOp(ConvOptionsOp):
+    """A convolution with its per-channel epilogue, made by fuse-conv-bn-act::
+
+        y[n, o, i, j] = act(scale[o] * conv2d(x, w)[n, o, i, j] + shift[o])
+
+    ``conv2d`` is `Conv2dOp` without bias (same options and shape rule). ``scale``
+    and ``shift`` are derivations (``#derive.param<...>``, evaluated by
+    `teeny_ir.derivations.evaluate`) of shape [C_out]: an inference BN fold
+    gives ``bn_scale``/``bn_shift`` (a conv bias folded into the shift), a bias
+    alone ``fill(1.0)``/``identity(bias)``. ``activation`` is silu, relu or
+    sigmoid (absent: none). select-conv-algorithm sets ``algorithm`` (gemm,
+    depthwise, implicit-gemm) and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K], which
+    are set together; ``gemm`` needs `is_gemm_conv`.
+
+        %y = graph.fused_conv2d %x, %w scale #derive.param<...>
+            shift #derive.param<...> activation silu algorithm gemm
+            tiles [64, 64, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>)
+            -> tensor<?x16x4x4xf32>
+    """
+
+    name = "graph.fused_conv2d"
+
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    scale = prop_def(DerivationAttr)
+    shift = prop_def(DerivationAttr)
+    activation_attr = opt_prop_def(StringAttr, prop_name="activation")
+    algorithm_attr = opt_prop_def(StringAttr, prop_name="algorithm")
+    tiles_attr = opt_prop_def(DenseArrayBase[I64], prop_name="tiles")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        **ConvOptionsOp.OPTIONS,
+        "scale": derivation_option("scale"),
+        "shift": derivation_option("shift"),
+        "activation": keyword_option("activation", ACTIVATIONS),
+        "algorithm": keyword_option("algorithm", CONV_ALGORITHMS),
+        "tiles": int_array_option("tiles", 3, " [BLOCK_M, BLOCK_N, BLOCK_K]"),
+    }
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        *,
+        scale: Derivation,
+        shift: Derivation,
+        activation: str | None = None,
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        groups: int | None = None,
+        result_type: TensorType | None = None,
+    ):
+        """Build a fused convolution; options left as None stay absent (default)."""
+        if result_type is None:
+            result_type = _inferred_type(input, weight, strides, padding, dilation, groups)
+        super().__init__(
+            operands=[input, weight],
+            result_types=[result_type],
+            properties={
+                **_conv_properties(strides, padding, dilation, groups),
+                "scale": DerivationAttr(scale),
+                "shift": DerivationAttr(shift),
+                "activation": None if activation is None else StringAttr(activation),
+            },
+        )
+
+    @property
+    def activation(self) -> str:
+        """The epilogue activation, or "none"."""
+        return "none" if self.activation_attr is None else self.activation_attr.data
+
+    @property
+    def algorithm(self) -> str | None:
+        """The convolution algorithm, once select-conv-algorithm has chosen it."""
+        return None if self.algorithm_attr is None else self.algorithm_attr.data
+
+    @property
+    def tiles(self) -> Shape | None:
+        """[BLOCK_M, BLOCK_N, BLOCK_K], set together with ``algorithm``."""
+        return None if self.tiles_attr is None else self.tiles_attr.get_values()
+
+    def verify_(self) -> None:
+        shape = self.verify_conv(self.input, self.weight, self.result)
+        for name, attr in (("scale", self.scale), ("shift", self.shift)):
+            if attr.data.shape != (shape[1],):
+                raise VerifyException(
+                    f"expected {name} of shape [{shape[1]}], got {list(attr.data.shape)}"
+                )
+        if self.activation_attr is not None and self.activation not in ACTIVATIONS:
+            raise VerifyException(
+                f"expected activation to be one of {', '.join(ACTIVATIONS)}, got '{self.activation}'"
+            )
+        if (self.algorithm_attr is None) != (self.tiles_attr is None):
+            raise VerifyException("expected 'algorithm' and 'tiles' to be set together")
+        if self.algorithm is None:
+            return
+        if self.algorithm not in CONV_ALGORITHMS:
+            raise VerifyException(
+                f"expected algorithm to be one of {', '.join(CONV_ALGORITHMS)}, got '{self.algorithm}'"
+            )
+        tiles = self.tiles or ()
+        check_count("tiles", tiles, 3, " [BLOCK_M, BLOCK_N, BLOCK_K]")
+        if any(t < 1 or t & (t - 1) for t in tiles):
+            raise VerifyException(f"expected tiles to be powers of two, got {list(tiles)}")
+        weight_shape = check_tensor(self.weight.type, "weight", dynamic_batch=False)
+        if self.algorithm == "gemm" and not is_gemm_conv(
+            weight_shape, self.strides, self.padding, self.dilation, self.groups
+        ):
+            raise VerifyException(
+                "algorithm 'gemm' needs a 1x1 kernel, stride 1, no padding, dilation 1 and one group"
+            )

@@ -1,0 +1,109 @@
+// RUN: teeny-opt %s -p fuse-conv-bn-act --split-input-file --verify-diagnostics
+// RUN: teeny-opt %s -p 'fuse-conv-bn-act{mode=training}' --split-input-file 2>&1 | filecheck %s --check-prefix=TRAIN
+
+// fuse-conv-bn-act refuses nothing: a blocked fusion leaves the ops as they are
+// and says why in a remark at the op that was not fused. (The TRAIN lines check
+// the training-mode remarks, which are printed before the IR.)
+
+// The batch norm's result has a second user: conv + bn still fuse, the silu stays.
+func.func @bn_result_two_users(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %g = graph.param "g" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds batch-norm statistics
+  %n = graph.batch_norm %c, %g, %g, %g, %g : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  // expected-remark@+1 {{not fused: the graph.batch_norm result has 2 uses}}
+  %y = graph.silu %n : tensor<?x4x4x4xf32>
+  func.return %n, %y : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// The convolution's result has two users: nothing fuses.
+func.func @conv_result_two_users(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.conv2d result has 2 uses
+  // expected-remark@+1 {{not fused: the graph.conv2d result has 2 uses}}
+  %y = graph.relu %c : tensor<?x4x4x4xf32>
+  func.return %c, %y : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// A batch norm in training form (batch statistics) is never folded.
+func.func @bn_training_form(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>) {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %g = graph.param "g" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // expected-remark@+1 {{not fused: the batch norm is in training form (batch statistics)}}
+  %n, %rm, %rv = graph.batch_norm %c, %g, %g, %g, %g training : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>)
+  func.return %n, %rm, %rv : tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Batch-norm parameters must be graph.param ops: their names feed the derivations.
+func.func @bn_operand_not_a_param(%x: tensor<?x2x4x4xf32>, %mean: tensor<4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %g = graph.param "g" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // expected-remark@+1 {{not fused: batch-norm operand 'running_mean' is not a graph.param}}
+  %n = graph.batch_norm %c, %g, %g, %mean, %g : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %n : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+func.func @bias_add_bias_not_a_param(%x: tensor<?x2x4x4xf32>, %b: tensor<4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the bias of graph.bias_add is not a graph.param
+  // expected-remark@+1 {{not fused: the bias of graph.bias_add is not a graph.param}}
+  %y = graph.bias_add %c, %b : (tensor<?x4x4x4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %y : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Two biases do not fit one shift: the bias_add after a biased conv stays.
+func.func @second_bias(%x: tensor<?x2x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %b = graph.param "b" : tensor<4xf32>
+  %c = graph.conv2d %x, %w, %b : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  // expected-remark@+1 {{not fused: the convolution already has a bias}}
+  %y = graph.bias_add %c, %b : (tensor<?x4x4x4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %y : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+func.func @conv_weight_not_a_param(%x: tensor<?x2x4x4xf32>, %w: tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32> {
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the convolution weight is not a graph.param
+  // expected-remark@+1 {{not fused: the convolution weight is not a graph.param}}
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.silu %c : tensor<?x4x4x4xf32>
+  func.return %y : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+func.func @conv_bias_not_a_param(%x: tensor<?x2x4x4xf32>, %b: tensor<4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  // expected-remark@+1 {{not fused: the convolution bias is not a graph.param}}
+  %c = graph.conv2d %x, %w, %b : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.sigmoid %c : tensor<?x4x4x4xf32>
+  func.return %y : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Folds silently in inference mode; training mode keeps the batch norm.
+func.func @bn_in_training_mode(%x: tensor<?x2x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %g = graph.param "g" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds batch-norm statistics
+  %n = graph.batch_norm %c, %g, %g, %g, %g : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %n : tensor<?x4x4x4xf32>
+}

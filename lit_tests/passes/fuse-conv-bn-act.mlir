@@ -1,0 +1,169 @@
+// RUN: teeny-opt %s --split-input-file -p fuse-conv-bn-act | filecheck %s --check-prefixes=CHECK,INFER
+// RUN: teeny-opt %s --split-input-file -p 'func.func(fuse-conv-bn-act{mode=inference})' | filecheck %s --check-prefixes=CHECK,INFER
+// RUN: teeny-opt %s --split-input-file -p 'fuse-conv-bn-act{mode=training}' | filecheck %s --check-prefixes=CHECK,TRAIN
+
+// CHECK lines hold in both modes; INFER only in inference mode, TRAIN only in
+// training mode (which never folds batch-norm statistics).
+
+// CHECK-LABEL: func.func @conv_bn_silu
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x8x4x4xf32>)
+// CHECK:         %[[W:.*]] = graph.param "m.conv.weight"
+// INFER-NOT:     graph.param "m.bn
+// INFER:         %[[Y:.*]] = graph.fused_conv2d %[[X]], %[[W]] scale #derive.param<bn_scale("m.bn.weight", "m.bn.running_var") eps 0.001 : [16]> shift #derive.param<bn_shift("m.bn.weight", "m.bn.bias", "m.bn.running_mean", "m.bn.running_var") eps 0.001 : [16]> activation silu : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+// INFER-NEXT:    func.return %[[Y]]
+// TRAIN:         graph.conv2d
+// TRAIN-NEXT:    graph.batch_norm
+// TRAIN-NEXT:    graph.silu
+// TRAIN-NOT:     graph.fused_conv2d
+func.func @conv_bn_silu(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
+  %w = graph.param "m.conv.weight" : tensor<16x8x1x1xf32>
+  %g = graph.param "m.bn.weight" : tensor<16xf32>
+  %b = graph.param "m.bn.bias" : tensor<16xf32>
+  %m = graph.param "m.bn.running_mean" : tensor<16xf32>
+  %v = graph.param "m.bn.running_var" : tensor<16xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  %n = graph.batch_norm %c, %g, %b, %m, %v eps 1.0e-3 : (tensor<?x16x4x4xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<?x16x4x4xf32>
+  %y = graph.silu %n : tensor<?x16x4x4xf32>
+  func.return %y : tensor<?x16x4x4xf32>
+}
+
+// -----
+
+// The bias of a bias_add (split-bias's output) folds into the shift.
+// CHECK-LABEL: func.func @conv_bias_add_bn_relu
+// INFER-NOT:     graph.param "b"
+// INFER:         graph.fused_conv2d %{{.*}}, %{{.*}} strides [2, 2] padding [1, 1, 1, 1] scale #derive.param<bn_scale("g", "v") eps 1.0e-05 : [4]> shift #derive.param<bn_shift("g", "be", "m", "v", "b") eps 1.0e-05 : [4]> activation relu : (tensor<?x2x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<?x4x4x4xf32>
+// INFER-NOT:     graph.
+// TRAIN:         graph.fused_conv2d %{{.*}}, %{{.*}} strides [2, 2] padding [1, 1, 1, 1] scale #derive.param<fill(1.0) : [4]> shift #derive.param<identity("b") : [4]> : (tensor<?x2x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<?x4x4x4xf32>
+// TRAIN-NEXT:    graph.batch_norm
+// TRAIN-NEXT:    graph.relu
+func.func @conv_bias_add_bn_relu(%x: tensor<?x2x8x8xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x3x3xf32>
+  %bias = graph.param "b" : tensor<4xf32>
+  %g = graph.param "g" : tensor<4xf32>
+  %be = graph.param "be" : tensor<4xf32>
+  %m = graph.param "m" : tensor<4xf32>
+  %v = graph.param "v" : tensor<4xf32>
+  %c = graph.conv2d %x, %w strides [2, 2] padding [1, 1, 1, 1] : (tensor<?x2x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<?x4x4x4xf32>
+  %a = graph.bias_add %c, %bias : (tensor<?x4x4x4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %n = graph.batch_norm %a, %g, %be, %m, %v : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.relu %n : tensor<?x4x4x4xf32>
+  func.return %y : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// A conv2d that still has its bias operand (split-bias not run) folds it the same way.
+// CHECK-LABEL: func.func @conv_bias_operand_bn
+// INFER:         graph.fused_conv2d %{{.*}}, %{{.*}} scale #derive.param<bn_scale("g", "v") eps 1.0e-05 : [4]> shift #derive.param<bn_shift("g", "be", "m", "v", "b") eps 1.0e-05 : [4]> :
+// TRAIN:         graph.conv2d %{{.*}}, %{{.*}}, %{{.*}} :
+// TRAIN-NEXT:    graph.batch_norm
+func.func @conv_bias_operand_bn(%x: tensor<?x2x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %bias = graph.param "b" : tensor<4xf32>
+  %g = graph.param "g" : tensor<4xf32>
+  %be = graph.param "be" : tensor<4xf32>
+  %m = graph.param "m" : tensor<4xf32>
+  %v = graph.param "v" : tensor<4xf32>
+  %c = graph.conv2d %x, %w, %bias : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %n = graph.batch_norm %c, %g, %be, %m, %v : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %n : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// A bias alone: scale 1, shift = the bias.
+// CHECK-LABEL: func.func @conv_bias_add
+// CHECK-NOT:     graph.param "b"
+// CHECK:         %[[Y:.*]] = graph.fused_conv2d %{{.*}}, %{{.*}} scale #derive.param<fill(1.0) : [4]> shift #derive.param<identity("b") : [4]> : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @conv_bias_add(%x: tensor<?x2x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %bias = graph.param "b" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.bias_add %c, %bias : (tensor<?x4x4x4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %y : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// An activation alone: scale 1, shift 0; the conv's own bias becomes the shift.
+// CHECK-LABEL: func.func @conv_activation
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> activation sigmoid :
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} scale #derive.param<fill(1.0) : [4]> shift #derive.param<identity("b") : [4]> activation relu :
+func.func @conv_activation(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %bias = graph.param "b" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.sigmoid %c : tensor<?x4x4x4xf32>
+  %d = graph.conv2d %x, %w, %bias : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %z = graph.relu %d : tensor<?x4x4x4xf32>
+  func.return %y, %z : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Back-to-back chains fuse one by one; the second reads the first's result.
+// CHECK-LABEL: func.func @two_chains
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x4x4x4xf32>)
+// CHECK:         %[[A:.*]] = graph.fused_conv2d %[[X]], %{{.*}} scale {{.*}} activation silu
+// CHECK-NEXT:    %[[B:.*]] = graph.fused_conv2d %[[A]], %{{.*}} scale {{.*}} activation relu
+// CHECK-NEXT:    func.return %[[B]]
+func.func @two_chains(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %c0 = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y0 = graph.silu %c0 : tensor<?x4x4x4xf32>
+  %c1 = graph.conv2d %y0, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y1 = graph.relu %c1 : tensor<?x4x4x4xf32>
+  func.return %y1 : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Does not apply: a lone convolution (with or without a bias) has nothing to fuse.
+// CHECK-LABEL: func.func @lone_convs
+// CHECK:         graph.conv2d %{{.*}}, %{{.*}} :
+// CHECK-NEXT:    graph.conv2d %{{.*}}, %{{.*}}, %{{.*}} :
+// CHECK-NOT:     graph.fused_conv2d
+func.func @lone_convs(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %bias = graph.param "b" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %d = graph.conv2d %x, %w, %bias : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %c, %d : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Does not apply: a batch norm or activation not fed by a convolution.
+// CHECK-LABEL: func.func @no_conv
+// CHECK:         graph.batch_norm
+// CHECK-NEXT:    graph.silu
+// CHECK-NOT:     graph.fused_conv2d
+func.func @no_conv(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %g = graph.param "g" : tensor<4xf32>
+  %n = graph.batch_norm %x, %g, %g, %g, %g : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.silu %n : tensor<?x4x4x4xf32>
+  func.return %y : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Only params the fusion orphaned go: a dead one that was already there stays,
+// and so does a statistic still used elsewhere.
+// CHECK-LABEL: func.func @cleanup_only_orphans
+// CHECK:         graph.param "unrelated"
+// CHECK:         %[[M:.*]] = graph.param "m"
+// INFER-NOT:     graph.param "v"
+// INFER:         graph.fused_conv2d
+// INFER:         func.return %{{.*}}, %[[M]]
+func.func @cleanup_only_orphans(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<4xf32>) {
+  %unrelated = graph.param "unrelated" : tensor<4xf32>
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %g = graph.param "g" : tensor<4xf32>
+  %m = graph.param "m" : tensor<4xf32>
+  %v = graph.param "v" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %n = graph.batch_norm %c, %g, %g, %m, %v : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %n, %m : tensor<?x4x4x4xf32>, tensor<4xf32>
+}

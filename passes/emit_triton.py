@@ -1,0 +1,341 @@
+"""emit-triton: kernel ops -> Triton kernel files and the launch plan.
+
+Reads ``func.func @forward`` as lower-graph-to-kernel leaves it (``kernel.weight``
+ops, ``kernel.launch`` ops in order, ``func.return``) and writes
+``DIR/kernels/<family>_<ordinal>.py`` (the family template with only the
+kernel name substituted) and ``DIR/plan.json`` (`teeny_ir.plan`). Kernel
+variants are deduplicated by (family, constexprs), ordinals in first-use order.
+Every name in the plan and every file name is generated (``in0``, ``p0``,
+``t0``, ``conv1x1_gemm_0``); weight names are JSON data only and never reach
+Python source or a path. With ``archs``, every variant is compiled ahead of
+time for each architecture (`teeny_ir.aot`) and its cubins recorded.
+
+The directory is built as a temporary sibling and renamed into place, so a
+failed emission leaves no half-written plan. An existing ``DIR`` is replaced
+only if it is a previous emission; any other non-empty directory is refused.
+The IR is not changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import string
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from dialects.kernel import LaunchOp, WeightOp, symbolic_shape
+from teeny_ir.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.expressions import ExpressionError, format_expr, parse
+from teeny_ir.kernel_families import FAMILIES, POINTER_KINDS, KernelFamily
+from teeny_ir.plan import (
+    FORMAT,
+    Arg,
+    CompiledSpec,
+    KernelSpec,
+    LaunchSpec,
+    ParamSpec,
+    Plan,
+    TensorSpec,
+    WeightSpec,
+    load_plan,
+    sha256_of,
+    write_plan,
+)
+
+_REFERENCE = re.compile(r"(in|out)([0-9]+)|param\.([A-Za-z_][A-Za-z0-9_]*)")
+_EMITTED_FILE = re.compile(r"[a-z0-9_]+_[0-9]+\.(py|sm[0-9]+(\.w[0-9]+s[0-9]+)?\.cubin)")
+
+
+def _error(message: str, where: Operation | None) -> DiagnosticError:
+    return DiagnosticError([Diagnostic(Severity.ERROR, message, loc_of(where))])
+
+
+@dataclass
+class _Variant:
+    """One kernel file: a family with fixed constexprs, and where it is launched."""
+
+    name: str
+    family: KernelFamily
+    constexprs: dict[str, int]
+    first_use: LaunchOp
+    configs: list[tuple[int, int]] = field(default_factory=list[tuple[int, int]])
+
+
+@dataclass
+class _Collected:
+    """The plan's pieces, before files are written (kernels are still variants)."""
+
+    inputs: list[TensorSpec] = field(default_factory=list[TensorSpec])
+    weights: list[WeightSpec] = field(default_factory=list[WeightSpec])
+    params: list[ParamSpec] = field(default_factory=list[ParamSpec])
+    buffers: list[TensorSpec] = field(default_factory=list[TensorSpec])
+    variants: dict[tuple[str, tuple[tuple[str, int], ...]], _Variant] = field(
+        default_factory=dict[tuple[str, tuple[tuple[str, int], ...]], _Variant]
+    )
+    launches: list[LaunchSpec] = field(default_factory=list[LaunchSpec])
+    outputs: list[str] = field(default_factory=list[str])
+
+
+def _collect(forward: FuncOp) -> _Collected:
+    """Read @forward into plan pieces (raises DiagnosticError, one per foreign op)."""
+    plan = _Collected()
+    names: dict[SSAValue, str] = {}
+    for index, argument in enumerate(forward.body.block.args):
+        names[argument] = f"in{index}"
+        plan.inputs.append(TensorSpec(names[argument], _shape(argument, forward)))
+    errors = [
+        Diagnostic(
+            Severity.ERROR,
+            "emit-triton expects only kernel.weight, kernel.launch and func.return in "
+            f"@forward, found '{op.name}' (run lower-graph-to-kernel first)",
+            loc_of(op),
+        )
+        for op in forward.body.block.ops
+        if not isinstance(op, WeightOp | LaunchOp | ReturnOp)
+    ]
+    if errors:
+        raise DiagnosticError(errors)
+    for op in forward.body.block.ops:
+        if isinstance(op, WeightOp):
+            plan.weights.append(WeightSpec(op.weight_name, tuple(op.shape)))
+        elif isinstance(op, LaunchOp):
+            plan.launches.append(_launch(op, plan, names))
+        elif isinstance(op, ReturnOp):
+            plan.outputs = [names[value] for value in op.arguments]
+    return plan
+
+
+def _shape(value: SSAValue, where: Operation) -> tuple[int | str, ...]:
+    """The plan shape of an f32 tensor whose only dynamic dimension is the batch."""
+    type_ = value.type
+    if (
+        not isinstance(type_, TensorType)
+        or not isinstance(type_.element_type, Float32Type)
+        or any(
+            d < 1 and not (i == 0 and d == DYNAMIC_INDEX) for i, d in enumerate(type_.get_shape())
+        )
+    ):
+        raise _error(
+            f"emit-triton expects f32 tensors whose only dynamic dimension is the batch (0), "
+            f"got {type_}",
+            where,
+        )
+    return tuple(symbolic_shape(type_))
+
+
+def _launch(op: LaunchOp, plan: _Collected, names: dict[SSAValue, str]) -> LaunchSpec:
+    family = FAMILIES.get(op.family)
+    if family is None:
+        raise _error(f"unknown kernel family '{op.family}'", op)
+    constexprs = dict(sorted(op.constexpr_values.items()))
+    key = (family.name, tuple(constexprs.items()))
+    if key not in plan.variants:
+        ordinal = sum(v.family is family for v in plan.variants.values())
+        plan.variants[key] = _Variant(f"{family.name}_{ordinal}", family, constexprs, op)
+    variant = plan.variants[key]
+    if (op.num_warps, op.num_stages) not in variant.configs:
+        variant.configs.append((op.num_warps, op.num_stages))
+    slots: dict[str, str] = {}
+    for slot in op.param_slots:
+        slots[slot.name] = f"p{len(plan.params)}"
+        plan.params.append(ParamSpec(slots[slot.name], slot.shape, slot.derivation))
+    for result in op.results:
+        names[result] = f"t{len(plan.buffers)}"
+        plan.buffers.append(TensorSpec(names[result], _shape(result, op)))
+    args: list[Arg] = []
+    for abi, (_, binding) in zip(family.args, op.arg_bindings, strict=True):
+        if abi.kind not in POINTER_KINDS:
+            args.append(Arg(expr=_expression(binding, op)))
+            continue
+        match = _REFERENCE.fullmatch(binding)
+        if match is None:
+            raise _error(f"argument '{abi.name}' binds '{binding}', not a tensor reference", op)
+        kind, index, slot_name = match.groups()
+        values = op.operands if kind == "in" else op.results
+        args.append(Arg(tensor=slots[slot_name] if slot_name else names[values[int(index)]]))
+    grid = tuple(_expression(axis, op) for axis in op.grid)
+    return LaunchSpec(
+        variant.name, (grid[0], grid[1], grid[2]), op.num_warps, op.num_stages, tuple(args)
+    )
+
+
+def _expression(text: str, op: Operation) -> str:
+    """The canonical text of an expression (reprinted from its syntax tree)."""
+    try:
+        return format_expr(parse(text))
+    except ExpressionError as err:
+        raise _error(f"bad expression: {err}", op) from None
+
+
+def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) -> list[KernelSpec]:
+    """Render (and with ``archs`` compile) every variant into ``directory/kernels``."""
+    kernels_dir = directory / "kernels"
+    kernels_dir.mkdir()
+    specs: list[KernelSpec] = []
+    for variant in plan.variants.values():
+        source = kernels_dir / f"{variant.name}.py"
+        text = string.Template(variant.family.template()).substitute(kernel_name=variant.name)
+        source.write_text(text, encoding="utf-8")
+        compiled = [
+            _compile(source, variant, arch, config) for arch in archs for config in variant.configs
+        ]
+        specs.append(
+            KernelSpec(
+                variant.name,
+                variant.family.name,
+                f"kernels/{source.name}",
+                variant.constexprs,
+                sha256_of(source),
+                tuple(compiled),
+            )
+        )
+    shutil.rmtree(kernels_dir / "__pycache__", ignore_errors=True)  # left by AOT's import
+    return specs
+
+
+def _compile(source: Path, variant: _Variant, arch: int, config: tuple[int, int]) -> CompiledSpec:
+    from teeny_ir import aot
+
+    num_warps, num_stages = config
+    try:
+        result = aot.compile_variant(
+            source, variant.name, variant.family, variant.constexprs, arch, num_warps, num_stages
+        )
+        aot.check_shared(result)
+    except aot.AotError as err:
+        message = f"kernel variant '{variant.name}' for sm_{arch}: {err}"
+        raise _error(message, variant.first_use) from None
+    suffix = "" if len(variant.configs) == 1 else f".w{num_warps}s{num_stages}"
+    cubin = source.with_name(f"{variant.name}.sm{arch}{suffix}.cubin")
+    cubin.write_bytes(result.cubin)
+    return CompiledSpec(
+        arch,
+        result.name,
+        result.num_warps,
+        result.num_stages,
+        result.shared,
+        f"kernels/{cubin.name}",
+        result.cubin_sha256,
+    )
+
+
+def _is_previous_emission(directory: Path) -> bool:
+    """Whether ``directory`` holds only what an emission writes (so replacing it
+    loses nothing of the user's)."""
+    entries = {p.name for p in directory.iterdir()}
+    if not entries <= {"plan.json", "kernels"} or "plan.json" not in entries:
+        return False
+    kernels = directory / "kernels"
+    if kernels.exists() and (kernels.is_symlink() or not kernels.is_dir()):
+        return False
+    for path in kernels.iterdir() if kernels.exists() else ():
+        if path.name == "__pycache__" and _only_bytecode(path):
+            continue  # left by importing a kernel file
+        if path.is_symlink() or not path.is_file() or not _EMITTED_FILE.fullmatch(path.name):
+            return False
+    try:
+        data = json.loads((directory / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("format") == FORMAT
+
+
+def _only_bytecode(directory: Path) -> bool:
+    return not directory.is_symlink() and all(
+        p.is_file() and not p.is_symlink() and p.suffix == ".pyc" for p in directory.iterdir()
+    )
+
+
+def _check_target(target: Path, where: Operation) -> None:
+    if target.is_symlink() or (target.exists() and not target.is_dir()):
+        raise _error(f"out-dir '{target}' exists and is not a directory", where)
+    if target.is_dir() and any(target.iterdir()) and not _is_previous_emission(target):
+        raise _error(
+            f"refusing to replace out-dir '{target}': it is not empty and does not hold "
+            "only a previous emission (plan.json and kernels/)",
+            where,
+        )
+
+
+@dataclass(frozen=True)
+class EmitTritonPass(ModulePass):
+    """Write Triton kernels and the launch plan (DIR/plan.json) for @forward's kernel ops.
+
+    Options: ``out-dir`` (required) is the directory to write; ``archs`` (e.g.
+    ``80,90``) also compiles every kernel variant ahead of time for those
+    ``sm_XX`` targets (no GPU needed). Expects only kernel.weight,
+    kernel.launch and func.return in ``@forward``; the IR is left unchanged.
+    """
+
+    name = "emit-triton"
+
+    out_dir: str = ""
+    archs: tuple[int, ...] = ()
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        if not self.out_dir:
+            raise _error("emit-triton needs out-dir=DIR (the directory to write)", op)
+        forward = next(
+            (f for f in op.ops if isinstance(f, FuncOp) and f.sym_name.data == "forward"), None
+        )
+        if forward is None:
+            where = next(iter(op.ops), op)
+            raise _error("emit-triton expects a function @forward in the module", where)
+        if not forward.body.blocks:
+            raise _error("emit-triton expects @forward to have a body", forward)
+        for arch in self.archs:
+            from teeny_ir.aot import SHARED_MEMORY_LIMITS
+
+            if arch not in SHARED_MEMORY_LIMITS:
+                known = ", ".join(str(a) for a in sorted(SHARED_MEMORY_LIMITS))
+                raise _error(f"emit-triton: unknown arch {arch} (known: {known})", forward)
+        collected = _collect(forward)
+        target = Path(self.out_dir).absolute()
+        _check_target(target, forward)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".emit", dir=target.parent))
+        try:
+            kernels = _write_kernels(temp, collected, self.archs)
+            plan = Plan(
+                forward.sym_name.data,
+                tuple(collected.inputs),
+                tuple(collected.weights),
+                tuple(collected.params),
+                tuple(collected.buffers),
+                tuple(kernels),
+                tuple(collected.launches),
+                tuple(collected.outputs),
+            )
+            write_plan(temp, plan)
+            load_plan(temp)  # the runtime's checks: never write a plan it would refuse
+            temp.chmod(0o755)
+            _replace(temp, target)
+        finally:
+            shutil.rmtree(temp, ignore_errors=True)
+
+
+def _replace(temp: Path, target: Path) -> None:
+    """Rename ``temp`` to ``target``, moving a previous emission aside first."""
+    if not target.exists():
+        os.replace(temp, target)
+        return
+    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    try:
+        os.replace(target, aside / "previous")
+        try:
+            os.replace(temp, target)
+        except BaseException:
+            os.replace(aside / "previous", target)
+            raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)

@@ -1,0 +1,255 @@
+"""fuse-conv-bn-act: fold a convolution's epilogue chain into one graph.fused_conv2d.
+
+The chain is ``conv2d -> [bias_add] -> [batch_norm] -> [silu | relu | sigmoid]``
+(in this order, each part optional), every intermediate result used once. The
+epilogue becomes two per-channel derivations (`teeny_ir.derivations`), so the
+BN fold is never computed here: ``scale = bn_scale``, ``shift = bn_shift`` with
+the bias folded in; a bias alone gives ``fill(1.0)`` / ``identity(bias)``; an
+activation alone ``fill(1.0)`` / ``fill(0.0)``. A fusion that is blocked leaves
+the IR as it is and says why in a remark at the op that was not fused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    FusedLoc,
+    LocationAttr,
+    NoneAttr,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from dialects.derive import DerivationAttr
+from dialects.graph import (
+    BatchNormOp,
+    BiasAddOp,
+    Conv2dOp,
+    FusedConv2dOp,
+    ParamOp,
+    ReluOp,
+    SigmoidOp,
+    SiluOp,
+)
+from teeny_ir.derivations import bn_scale, bn_shift, fill, identity
+from teeny_ir.diagnostics import DiagnosticEngine, engine_of
+
+Mode = Literal["inference", "training"]
+ACTIVATIONS: dict[type[Operation], str] = {SiluOp: "silu", ReluOp: "relu", SigmoidOp: "sigmoid"}
+"""Activation ops the epilogue absorbs, and their `FusedConv2dOp` keyword."""
+
+
+def _param(value: SSAValue) -> ParamOp | None:
+    return value.owner if isinstance(value.owner, ParamOp) else None
+
+
+def _weight_name(value: SSAValue) -> str:
+    """The weight name of a value the chain has checked to be a graph.param."""
+    param = _param(value)
+    assert param is not None
+    return param.param_name.data
+
+
+def fused_location(ops: Sequence[Operation]) -> LocationAttr:
+    """The location of an op made from ``ops``, built as MLIR's ``FusedLoc::get``
+    does: unknown locations dropped, duplicates merged, a single one kept as is."""
+    locations: list[LocationAttr] = []
+    for op in ops:
+        if not isinstance(op.location, UnknownLoc) and op.location not in locations:
+            locations.append(op.location)
+    if not locations:
+        return UnknownLoc()
+    if len(locations) == 1:
+        return locations[0]
+    return FusedLoc(ArrayAttr(locations), NoneAttr())
+
+
+@dataclass
+class _Chain:
+    """The ops absorbed so far, starting at the convolution."""
+
+    conv: Conv2dOp
+    bias_add: BiasAddOp | None = None
+    batch_norm: BatchNormOp | None = None
+    activation: Operation | None = None
+
+    @property
+    def ops(self) -> list[Operation]:
+        parts = (self.conv, self.bias_add, self.batch_norm, self.activation)
+        return [op for op in parts if op is not None]
+
+    def accepts(self, op: Operation) -> bool:
+        """Whether ``op`` may come next: its kind (the order is fixed), applied to
+        the chain's value."""
+        if not op.operands or op.operands[0] is not self.ops[-1].results[0]:
+            return False
+        if isinstance(op, BiasAddOp):
+            return self.bias_add is None and self.batch_norm is None and self.activation is None
+        if isinstance(op, BatchNormOp):
+            return self.batch_norm is None and self.activation is None
+        return type(op) in ACTIVATIONS and self.activation is None
+
+    def bias_name(self) -> str | None:
+        """The weight name of the bias (the conv's own or the bias_add's), if any."""
+        value = self.conv.bias if self.bias_add is None else self.bias_add.bias
+        return None if value is None else _weight_name(value)
+
+
+@dataclass
+class FuseConvChain(RewritePattern):
+    """Grow the chain from each graph.conv2d and replace it by one fused op."""
+
+    mode: Mode
+    engine: DiagnosticEngine
+
+    def _blocker(self, chain: _Chain, op: Operation) -> str | None:
+        """Why ``op`` (a single user of the chain's tail) cannot join, or None."""
+        if isinstance(op, BiasAddOp):
+            if chain.conv.bias is not None:
+                return "the convolution already has a bias"
+            if _param(op.bias) is None:
+                return "the bias of graph.bias_add is not a graph.param"
+        if isinstance(op, BatchNormOp):
+            if self.mode == "training":
+                return "mode=training never folds batch-norm statistics"
+            if op.training:
+                return "the batch norm is in training form (batch statistics)"
+            for role in ("gamma", "beta", "running_mean", "running_var"):
+                if _param(getattr(op, role)) is None:
+                    return f"batch-norm operand '{role}' is not a graph.param"
+        return None
+
+    def _grow(self, chain: _Chain) -> None:
+        """Absorb single users while they fit; remark on the first one that is blocked."""
+        while True:
+            tail = chain.ops[-1]
+            users = [use.operation for use in tail.results[0].uses]
+            candidates = [user for user in users if chain.accepts(user)]
+            if not candidates:
+                return
+            if len(users) > 1:
+                for user in dict.fromkeys(candidates):
+                    self.engine.remark(
+                        f"not fused: the {tail.name} result has {len(users)} uses", user
+                    )
+                return
+            (user,) = candidates
+            if (reason := self._blocker(chain, user)) is not None:
+                self.engine.remark(f"not fused: {reason}", user)
+                return
+            if isinstance(user, BiasAddOp):
+                chain.bias_add = user
+            elif isinstance(user, BatchNormOp):
+                chain.batch_norm = user
+            else:
+                chain.activation = user
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: Conv2dOp, rewriter: PatternRewriter) -> None:
+        chain = _Chain(op)
+        self._grow(chain)
+        if len(chain.ops) == 1:
+            return  # a lone convolution: nothing to gain
+        if _param(op.weight) is None:
+            self.engine.remark("not fused: the convolution weight is not a graph.param", op)
+            return
+        if op.bias is not None and _param(op.bias) is None:
+            self.engine.remark("not fused: the convolution bias is not a graph.param", op)
+            return
+        fused = self._fused_op(chain)
+        doomed = chain.ops
+        operands = [value for old in doomed for value in old.operands]
+        rewriter.replace(doomed[-1], fused)
+        for old in reversed(doomed[:-1]):
+            rewriter.erase(old)
+        # Clean up what this fusion orphaned (BN statistics, biases), MLIR style.
+        for value in dict.fromkeys(operands):
+            if (param := _param(value)) is not None and not param.result.uses:
+                rewriter.erase(param)
+
+    def _fused_op(self, chain: _Chain) -> FusedConv2dOp:
+        conv = chain.conv
+        assert isinstance(conv.result.type, TensorType)
+        channels = conv.result.type.get_shape()[1]
+        bias_name = chain.bias_name()
+        if (bn := chain.batch_norm) is not None:
+            gamma, beta, mean, var = (
+                _weight_name(v) for v in (bn.gamma, bn.beta, bn.running_mean, bn.running_var)
+            )
+            scale = bn_scale(gamma, var, bn.eps, channels)
+            shift = bn_shift(gamma, beta, mean, var, bn.eps, channels, bias_name)
+        elif bias_name is not None:
+            scale = fill(1.0, [channels])
+            shift = identity(bias_name, [channels])
+        else:
+            scale = fill(1.0, [channels])
+            shift = fill(0.0, [channels])
+        properties: dict[str, Attribute] = {
+            **conv.properties,
+            "scale": DerivationAttr(scale),
+            "shift": DerivationAttr(shift),
+        }
+        if chain.activation is not None:
+            properties["activation"] = StringAttr(ACTIVATIONS[type(chain.activation)])
+        fused = FusedConv2dOp.create(
+            operands=[conv.input, conv.weight],
+            result_types=[conv.result.type],
+            properties=properties,
+            attributes=dict(conv.attributes),
+        )
+        fused.location = fused_location(chain.ops)
+        return fused
+
+
+def fuse_conv_bn_act_patterns(mode: Mode, engine: DiagnosticEngine) -> list[RewritePattern]:
+    """The pass's patterns (remarks on blocked fusions go to ``engine``)."""
+    return [FuseConvChain(mode, engine)]
+
+
+@dataclass(frozen=True)
+class FuseConvBnActPass(ModulePass):
+    """Fuse conv2d -> [bias_add] -> [batch_norm] -> [activation] into graph.fused_conv2d.
+
+    Expects graph ops (best after split-bias; a conv2d that still has its bias
+    operand is folded the same way). Each chain of single-use ops becomes one
+    ``graph.fused_conv2d`` whose ``scale``/``shift`` derivations name the
+    weights of the ``graph.param`` ops they came from, located at the fusion
+    of its sources' locations; graph.param ops left without users are removed.
+    A convolution with nothing after it to absorb is left alone.
+
+    ``mode=inference`` (default) folds inference-form batch norms.
+    ``mode=training`` never folds batch-norm statistics: it fuses only
+    conv[+bias]+activation. Refuses nothing: a blocked fusion (a value with
+    several users, a training-form batch norm, an operand that is not a
+    graph.param) is skipped with a remark ``not fused: <reason>``.
+    """
+
+    name = "fuse-conv-bn-act"
+    anchors: ClassVar[tuple[str, ...]] = ("builtin.module", "func.func")
+
+    mode: Mode = "inference"
+
+    def apply(self, ctx: Context, op: Operation) -> None:
+        patterns = fuse_conv_bn_act_patterns(self.mode, engine_of(ctx))
+        # One sweep, so each blocked fusion is remarked on once.
+        walker = PatternRewriteWalker(
+            GreedyRewritePatternApplier(patterns, dce_enabled=False),
+            apply_recursively=False,
+        )
+        for region in op.regions:
+            walker.rewrite_region(region)

@@ -1,0 +1,176 @@
+"""``teeny-run``: run an emitted launch plan on ``.npy`` inputs.
+
+    teeny-run DIR --weights W.safetensors --input a.npy [--input b.npy ...] -o out.npz
+              [--backend interpreter|cuda] [--timing]
+
+Inputs are given in ``@forward`` argument order; the ``.npz`` holds
+``output_0 ... output_{N-1}`` in return order. Exit codes: 0 success; 1 bad
+usage or input (one line ``teeny-run: error: ...``, never a traceback); 2 the
+interpreter worker failed (the error ends with the worker's last stderr lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+
+from teeny_ir.output import OutputError, check_not_input
+
+if TYPE_CHECKING:
+    import numpy as np
+
+PROG = "teeny-run"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse that reports usage errors as exit 1 on our streams."""
+
+    def __init__(self, stdout: TextIO, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._stdout = stdout
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(message)
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        if message:
+            self._stdout.write(message)
+
+
+def _make_parser(stdout: TextIO) -> _ArgumentParser:
+    parser = _ArgumentParser(
+        stdout,
+        prog=PROG,
+        description="Run a launch plan written by emit-triton{out-dir=DIR}.",
+    )
+    parser.add_argument("directory", metavar="DIR", help="the emitted plan directory")
+    parser.add_argument("--weights", required=True, metavar="W.safetensors")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="X.npy",
+        help="an input array, once per @forward argument, in order",
+    )
+    parser.add_argument("-o", dest="output", required=True, metavar="OUT.npz")
+    parser.add_argument("--backend", choices=("interpreter", "cuda"), default="interpreter")
+    parser.add_argument("--timing", action="store_true", help="print stage times to stderr")
+    return parser
+
+
+def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+    """Run teeny-run in-process; returns the exit code."""
+    from teeny_ir import runtime
+
+    try:
+        args = _make_parser(stdout).parse_args(list(argv))
+    except _UsageError as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 1
+    except SystemExit as exit_:  # --help
+        return exit_.code if isinstance(exit_.code, int) else 0
+    timings: dict[str, float] = {}
+    try:
+        for path in (*args.input, args.weights):
+            check_not_input(args.output, path)
+        if args.backend == "cuda":
+            raise runtime.RuntimeInputError(runtime.CUDA_LATER)
+        start = time.perf_counter()
+        executable = runtime.load(args.directory)
+        timings["load plan"] = time.perf_counter() - start
+        start = time.perf_counter()
+        inputs = [_read_array(path) for path in args.input]
+        weights = runtime.read_weights(args.weights)
+        timings["read inputs and weights"] = time.perf_counter() - start
+        outputs = executable.run(inputs, weights, args.backend, timings)
+        start = time.perf_counter()
+        _write_npz(args.output, outputs, stdout)
+        timings["write output"] = time.perf_counter() - start
+    except (OutputError, runtime.PlanError, runtime.RuntimeInputError) as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 1
+    except runtime.WorkerError as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 2
+    if args.timing:
+        width = max(len(stage) for stage in timings)
+        for stage, seconds in timings.items():
+            stderr.write(f"{PROG}: {stage:<{width}}  {seconds * 1000:10.1f} ms\n")
+    return 0
+
+
+def _read_array(path: str) -> np.ndarray:
+    import numpy as np
+
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        reason = getattr(err, "strerror", None) or err
+        raise OutputError(f"cannot read input '{path}': {reason}") from None
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise OutputError(f"input '{path}' is an .npz archive; give one .npy array per --input")
+    return array
+
+
+def _write_npz(path: str, outputs: Sequence[np.ndarray], stdout: TextIO) -> None:
+    """Write ``output_i`` arrays; a regular file is replaced atomically."""
+    import numpy as np
+
+    buffer = io.BytesIO()
+    arrays: dict[str, Any] = {f"output_{i}": array for i, array in enumerate(outputs)}
+    np.savez(buffer, **arrays)
+    data = buffer.getvalue()
+    if path == "-":
+        stdout.flush()
+        getattr(stdout, "buffer", sys.stdout.buffer).write(data)
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as err:
+        raise OutputError(f"cannot write '{path}': {err.strerror or err}") from None
+    try:
+        if mode is not None and stat.S_ISDIR(mode):
+            raise OutputError(f"cannot write '{path}': it is a directory")
+        if mode is not None and not stat.S_ISREG(mode):
+            with open(path, "wb") as handle:
+                handle.write(data)
+            return
+        fd, temp = tempfile.mkstemp(
+            prefix=".teeny-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path))
+        )
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(temp, 0o644 if mode is None else stat.S_IMODE(mode))
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except OSError as err:
+        raise OutputError(f"cannot write '{path}': {err.strerror or err}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point."""
+    try:
+        return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""Run kernel files in Triton's interpreter, with canary-padded buffers.
+
+Usage: ``python kernel_harness.py CASES.json RESULTS.npz``. Run it as a
+separate process: ``TRITON_INTERPRET`` is read when triton is imported, so the
+test process (which may compile kernels for real) never imports triton in
+interpreter mode. Data crosses as ``.npy``/``.npz`` files, never pickle.
+
+CASES.json holds ``{"cases": [case, ...]}``; a case is::
+
+    {"kernel_file": "...py", "kernel_name": "k", "constexprs": {"BLOCK": 128},
+     "grid": [g0, g1, g2], "num_warps": 4, "pad": P,
+     "args": [{"array": "x.npy"}, {"output": numel}, {"int": 63}, ...]}
+
+``args`` are the kernel's non-constexpr arguments in ABI order. Every array
+and output is passed as a view into a larger buffer with ``P`` elements of
+padding on each side: inputs are padded with NaN (an unmasked tail read then
+poisons the result), outputs start as NaN in the view (an element the kernel
+never writes stays NaN) and ``CANARY`` in the padding (the interpreter does
+not bounds-check, so a write past the view lands there). RESULTS.npz gets the
+whole padded buffer of output ``j`` of case ``i`` as ``case{i}_arg{j}``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+CANARY = 1234.5
+"""The value in an output's padding; any other value there means corruption."""
+
+
+def _load(path: str, cache: dict[str, ModuleType]) -> ModuleType:
+    if path not in cache:
+        spec = importlib.util.spec_from_file_location(f"harness_kernel_{len(cache)}", path)
+        assert spec is not None and spec.loader is not None, path
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        cache[path] = module
+    return cache[path]
+
+
+def _run_case(case: dict[str, Any], modules: dict[str, ModuleType]) -> dict[int, Any]:
+    import numpy as np
+    import torch
+
+    pad = int(case["pad"])
+    args: list[Any] = []
+    outputs: dict[int, Any] = {}
+    for index, spec in enumerate(case["args"]):
+        if "int" in spec:
+            args.append(int(spec["int"]))
+        elif "array" in spec:
+            data = np.load(spec["array"], allow_pickle=False).astype(np.float32).ravel()
+            buffer = torch.full((data.size + 2 * pad,), float("nan"), dtype=torch.float32)
+            buffer[pad : pad + data.size] = torch.from_numpy(data)
+            args.append(buffer[pad : pad + data.size])
+        else:
+            numel = int(spec["output"])
+            buffer = torch.full((numel + 2 * pad,), CANARY, dtype=torch.float32)
+            buffer[pad : pad + numel] = float("nan")
+            args.append(buffer[pad : pad + numel])
+            outputs[index] = buffer
+    kernel = getattr(_load(case["kernel_file"], modules), case["kernel_name"])
+    grid = tuple(int(g) for g in case["grid"])
+    kernel[grid](*args, **case["constexprs"], num_warps=int(case.get("num_warps", 4)))
+    return {index: buffer.numpy().copy() for index, buffer in outputs.items()}
+
+
+def main(argv: list[str]) -> int:
+    cases_file, results_file = argv
+    os.environ["TRITON_INTERPRET"] = "1"
+    import numpy as np
+
+    cases = json.loads(Path(cases_file).read_text())["cases"]
+    modules: dict[str, ModuleType] = {}
+    results: dict[str, Any] = {}
+    for case_index, case in enumerate(cases):
+        for arg_index, buffer in _run_case(case, modules).items():
+            results[f"case{case_index}_arg{arg_index}"] = buffer
+    np.savez(results_file, **results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,341 @@
+"""The kernel templates, run in Triton's interpreter against numpy.
+
+The kernels run in a subprocess (`kernel_harness.py`), batched: one process
+for all correctness cases, one for the mutation check. Every output is
+canary-padded on both sides (see the harness) because the interpreter does
+not bounds-check: a missing store mask shows up as a changed canary, an
+element never written as a NaN, an unmasked tail read of an input as NaN.
+
+Shapes are chosen so that no extent is a multiple of its tile (numel vs
+BLOCK; M, C_OUT, C_IN vs BLOCK_M, BLOCK_N, BLOCK_K), with batch 1 and 3, and
+some grids launch more programs than the tile model needs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import string
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from teeny_ir.kernel_families import ACTIVATIONS, ELEMENTWISE_OPS, FAMILIES
+
+HARNESS = Path(__file__).with_name("kernel_harness.py")
+CANARY = np.float32(1234.5)  # kernel_harness.CANARY
+ELEMENTWISE_TOL = 1e-5
+GEMM_TOL = 1e-4
+
+
+@dataclass
+class Case:
+    """One kernel launch and what its outputs must be."""
+
+    id: str
+    family: str
+    constexprs: dict[str, int]
+    args: dict[str, Any]  # ABI name -> ndarray (input/param), int (dim), or ("output", numel)
+    grid: int
+    pad: int
+    tol: float
+    expected: dict[str, np.ndarray] = field(default_factory=dict)  # output name -> NaN = unwritten
+
+
+def render(family: str, mutate: Callable[[str], str] | None = None) -> str:
+    text = string.Template(FAMILIES[family].template()).substitute(kernel_name=f"{family}_0")
+    return mutate(text) if mutate else text
+
+
+def _sigmoid(v: np.ndarray) -> np.ndarray:
+    z = np.exp(-np.abs(v))
+    result: np.ndarray = np.where(v >= 0, 1.0 / (1.0 + z), z / (1.0 + z))
+    return result
+
+
+def _activation(v: np.ndarray, code: int) -> np.ndarray:
+    if code == ACTIVATIONS["silu"]:
+        silu: np.ndarray = v * _sigmoid(v)
+        return silu
+    if code == ACTIVATIONS["relu"]:
+        relu: np.ndarray = np.maximum(v, 0.0)
+        return relu
+    if code == ACTIVATIONS["sigmoid"]:
+        return _sigmoid(v)
+    return v
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _rank4(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (1,) * (4 - len(shape)) + shape
+
+
+def _broadcast_strides(shape: tuple[int, ...]) -> list[int]:
+    padded = _rank4(shape)
+    strides = [int(s) for s in np.cumprod((*padded[1:], 1)[::-1])[::-1]]
+    return [0 if extent == 1 else stride for extent, stride in zip(padded, strides, strict=True)]
+
+
+def elementwise_case(
+    op: str,
+    x_shape: tuple[int, ...],
+    y_shape: tuple[int, ...] | None,
+    block: int,
+    rng: np.random.Generator,
+    extra_programs: int = 0,
+) -> Case:
+    x = (rng.standard_normal(x_shape) * 4).astype(np.float32)
+    x.flat[: min(4, x.size)] = [-1e4, -100.0, 100.0, 0.0][: min(4, x.size)]
+    if y_shape is None:
+        y, out_shape = np.full((1,), np.nan, np.float32), x_shape
+        y_strides = [0, 0, 0, 0]
+        x64 = x.astype(np.float64)
+        ref = {"silu": x64 * _sigmoid(x64), "relu": np.maximum(x64, 0.0), "sigmoid": _sigmoid(x64)}
+        expected = ref[op]
+    else:
+        y = rng.standard_normal(y_shape).astype(np.float32)
+        out_shape = np.broadcast_shapes(x_shape, y_shape)
+        y_strides = _broadcast_strides(y_shape)
+        a, b = x.astype(np.float64), y.astype(np.float64)
+        expected = a + b if op == "add" else a * b
+    numel = math.prod(out_shape)
+    size = _rank4(tuple(out_shape))
+    x_strides = _broadcast_strides(x_shape)
+    args: dict[str, Any] = {"x": x, "y": y, "out": ("output", numel), "numel": numel}
+    args |= {f"size{i}": size[i] for i in (1, 2, 3)}
+    args |= {f"x_stride{i}": x_strides[i] for i in range(4)}
+    args |= {f"y_stride{i}": y_strides[i] for i in range(4)}
+    return Case(
+        id=f"{op}-{'x'.join(map(str, x_shape))}"
+        + (f"-by-{'x'.join(map(str, y_shape))}" if y_shape else "")
+        + f"-block{block}"
+        + (f"-grid+{extra_programs}" if extra_programs else ""),
+        family="elementwise",
+        constexprs={"OP": ELEMENTWISE_OPS[op], "BLOCK": block},
+        args=args,
+        grid=math.ceil(numel / block) + extra_programs,
+        # An unmasked store reaches at most BLOCK elements past the end per extra program.
+        pad=block * (1 + extra_programs),
+        tol=ELEMENTWISE_TOL,
+        expected={"out": np.broadcast_to(expected, out_shape).ravel()},
+    )
+
+
+# ---------------------------------------------------------------- conv1x1_gemm
+
+
+def gemm_case(
+    c_in: int,
+    c_out: int,
+    spatial: tuple[int, int],
+    batch: int,
+    activation: str,
+    tiles: tuple[int, int, int],
+    rng: np.random.Generator,
+    group_m: int = 8,
+    row_gap: int = 0,
+    extra_images: int = 0,
+) -> Case:
+    block_m, block_n, block_k = tiles
+    m = spatial[0] * spatial[1]
+    x = rng.standard_normal((batch, c_in, m)).astype(np.float32)
+    w = (rng.standard_normal((c_out, c_in)) / np.sqrt(c_in)).astype(np.float32)
+    scale = rng.uniform(0.5, 1.5, c_out).astype(np.float32)
+    shift = rng.standard_normal(c_out).astype(np.float32)
+    acc = np.einsum("nk,bkm->bnm", w.astype(np.float64), x.astype(np.float64))
+    code = ACTIVATIONS[activation]
+    ref = _activation(acc * scale[:, None].astype(np.float64) + shift[:, None], code)
+    row_stride = m + row_gap
+    expected = np.full((batch, c_out, row_stride), np.nan)
+    expected[:, :, :m] = ref
+    tiles_per_image = math.ceil(m / block_m) * math.ceil(c_out / block_n)
+    numel = batch * c_out * row_stride
+    args: dict[str, Any] = {
+        "x": x,
+        "w": w,
+        "scale": scale,
+        "shift": shift,
+        "y": ("output", numel),
+        "B": batch,
+        "C_IN": c_in,
+        "C_OUT": c_out,
+        "M": m,
+        "y_row_stride": row_stride,
+    }
+    return Case(
+        id=f"cin{c_in}-cout{c_out}-{spatial[0]}x{spatial[1]}-b{batch}-{activation}"
+        + f"-tiles{block_m}x{block_n}x{block_k}-g{group_m}"
+        + (f"-gap{row_gap}" if row_gap else "")
+        + (f"-images+{extra_images}" if extra_images else ""),
+        family="conv1x1_gemm",
+        constexprs={
+            "BLOCK_M": block_m,
+            "BLOCK_N": block_n,
+            "BLOCK_K": block_k,
+            "GROUP_M": group_m,
+            "ACTIVATION": code,
+        },
+        args=args,
+        grid=(batch + extra_images) * tiles_per_image,
+        # An unmasked store reaches at most BLOCK_N rows and BLOCK_M columns past the
+        # last image, plus the images of extra programs.
+        pad=(block_n + extra_images * c_out) * row_stride + block_m,
+        tol=GEMM_TOL,
+        expected={"y": expected.ravel()},
+    )
+
+
+def all_cases() -> list[Case]:
+    rng = np.random.default_rng(42)
+    cases: list[Case] = []
+    for op in ("silu", "relu", "sigmoid"):
+        cases.append(elementwise_case(op, (2, 5, 7, 9), None, 128, rng))
+    cases.append(elementwise_case("sigmoid", (3, 1000), None, 1024, rng, extra_programs=2))
+    for op in ("add", "mul"):
+        for x_shape, y_shape in (
+            ((2, 5, 7, 9), (5, 1, 1)),
+            ((2, 5, 7, 9), (1, 5, 1, 9)),
+            ((2, 5, 7, 9), (2, 5, 7, 9)),
+            ((5, 1, 1), (3, 5, 7, 9)),
+            ((6, 11), (11,)),
+        ):
+            cases.append(elementwise_case(op, x_shape, y_shape, 128, rng))
+    cases.append(elementwise_case("add", (3, 16, 13, 11), (16, 1, 1), 1024, rng, extra_programs=1))
+    for channels in (5, 32, 37, 48):
+        for batch in (1, 3):
+            for activation in ACTIVATIONS:
+                cases.append(
+                    gemm_case(channels, channels, (7, 9), batch, activation, (64, 64, 32), rng)
+                )
+    # Several tiles per axis, partial GROUP_M groups, k tails, padded rows, extra programs.
+    cases.append(gemm_case(37, 70, (13, 11), 3, "silu", (32, 32, 16), rng, group_m=2))
+    cases.append(gemm_case(21, 40, (9, 15), 2, "relu", (16, 16, 8), rng, group_m=3, row_gap=3))
+    cases.append(gemm_case(48, 33, (7, 9), 1, "sigmoid", (64, 32, 16), rng, extra_images=2))
+    return cases
+
+
+def run_harness(
+    cases: list[Case], workdir: Path, mutate: Callable[[str], str] | None = None
+) -> dict[str, np.ndarray]:
+    """Run `cases` in one interpreter process; returns each output's padded buffer
+    keyed ``"<case id>/<arg name>"``."""
+    assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
+    kernel_files = {}
+    for name in sorted({case.family for case in cases}):
+        kernel_files[name] = workdir / f"{name}_0.py"
+        kernel_files[name].write_text(render(name, mutate))
+    specs = []
+    for case_index, case in enumerate(cases):
+        family = FAMILIES[case.family]
+        assert list(case.args) == [arg.name for arg in family.args], case.id
+        args: list[dict[str, Any]] = []
+        for arg_index, (name, value) in enumerate(case.args.items()):
+            if isinstance(value, np.ndarray):
+                path = workdir / f"case{case_index}_arg{arg_index}.npy"
+                np.save(path, value)
+                args.append({"array": str(path)})
+            elif isinstance(value, tuple):
+                args.append({"output": value[1]})
+            else:
+                assert family.arg(name).kind == "dim"
+                args.append({"int": value})
+        specs.append(
+            {
+                "kernel_file": str(kernel_files[case.family]),
+                "kernel_name": f"{case.family}_0",
+                "constexprs": case.constexprs,
+                "grid": [case.grid, 1, 1],
+                "num_warps": 4,
+                "pad": case.pad,
+                "args": args,
+            }
+        )
+    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
+    cases_file.write_text(json.dumps({"cases": specs}))
+    done = subprocess.run(
+        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    results: dict[str, np.ndarray] = {}
+    with np.load(results_file, allow_pickle=False) as npz:
+        for case_index, case in enumerate(cases):
+            for arg_index, name in enumerate(case.args):
+                key = f"case{case_index}_arg{arg_index}"
+                if key in npz:
+                    results[f"{case.id}/{name}"] = npz[key]
+    return results
+
+
+def corruption(buffer: np.ndarray, pad: int) -> list[str]:
+    """Where the padding around an output view was overwritten."""
+    damaged = []
+    for side, region in (("before", buffer[:pad]), ("after", buffer[len(buffer) - pad :])):
+        changed = np.flatnonzero(region != CANARY)
+        if changed.size:
+            damaged.append(f"{changed.size} canary elements {side} the output overwritten")
+    return damaged
+
+
+CASES = all_cases()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    return run_harness(CASES, tmp_path_factory.mktemp("kernels"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_template_matches_numpy(case: Case, results: dict[str, np.ndarray]) -> None:
+    for name, expected in case.expected.items():
+        buffer = results[f"{case.id}/{name}"]
+        assert corruption(buffer, case.pad) == []
+        got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
+        unwritten = np.isnan(expected)
+        assert np.isnan(got[unwritten]).all(), "wrote into the gap between output rows"
+        got, expected = got[~unwritten], expected[~unwritten]
+        assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} elements not finite"
+        error = float(np.max(np.abs(got - expected)))
+        assert error <= case.tol * max(1.0, float(np.max(np.abs(expected)))), error
+
+
+def _without_store_mask(text: str) -> str:
+    """Drop the mask of the template's (single) store: masks are the last keyword."""
+    head, store = text.split("tl.store(")
+    masked = store.rindex("mask=")
+    closing = store.index(")", masked)
+    return head + "tl.store(" + store[:masked] + store[closing:]
+
+
+def test_removing_store_mask_is_caught(tmp_path: Path) -> None:
+    """The canary check is not vacuous: a template whose store lost its mask
+    writes into the padding, and the check reports it."""
+    rng = np.random.default_rng(7)
+    cases = [
+        elementwise_case("relu", (2, 5, 7, 9), None, 128, rng),
+        gemm_case(37, 37, (7, 9), 1, "none", (64, 64, 32), rng),
+    ]
+    results = run_harness(cases, tmp_path, mutate=_without_store_mask)
+    for case in cases:
+        (name,) = case.expected
+        assert corruption(results[f"{case.id}/{name}"], case.pad) != [], case.id
+
+
+def test_mutation_removes_exactly_the_store_mask() -> None:
+    for family in FAMILIES:
+        text = render(family)
+        mutated = _without_store_mask(text)
+        store = mutated.split("tl.store(")[1]
+        assert "mask=" not in store[: store.index(")")], family
+        assert mutated.replace(" ", "").replace("\n", "") != text.replace(" ", "").replace("\n", "")
+        compile(mutated, f"{family}_0.py", "exec")

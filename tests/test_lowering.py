@@ -1,0 +1,313 @@
+"""lower-graph-to-kernel: its pure decisions, the IR it produces, its refusals,
+and the numerics of the lowered program - simulated in numpy with each
+family's index arithmetic - against the graph reference interpreter."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
+from xdsl.dialects.func import FuncOp, ReturnOp
+from xdsl.ir import SSAValue
+
+from dialects.kernel import LaunchOp, WeightOp
+from passes.lower_graph_to_kernel import broadcast_strides, gemm_launch_config
+from teeny_ir import DiagnosticError, PassManager, parse_module, print_module, reference
+from teeny_ir.derivations import evaluate
+from teeny_ir.diagnostics import loc_of
+from teeny_ir.expressions import eval_text
+from teeny_ir.kernel_families import ELEMENTWISE_OPS
+
+Q = DYNAMIC_INDEX
+Array = np.ndarray
+
+SLICE = """\
+func.func @forward(%x: tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32> {
+  %w = graph.param "model.0.conv.weight" : tensor<37x37x1x1xf32>
+  %g = graph.param "model.0.bn.weight" : tensor<37xf32>
+  %b = graph.param "model.0.bn.bias" : tensor<37xf32>
+  %m = graph.param "model.0.bn.running_mean" : tensor<37xf32>
+  %v = graph.param "model.0.bn.running_var" : tensor<37xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x37x7x9xf32>, tensor<37x37x1x1xf32>) -> tensor<?x37x7x9xf32>
+  %n = graph.batch_norm %c, %g, %b, %m, %v eps 1.0e-3 : (tensor<?x37x7x9xf32>, tensor<37xf32>, tensor<37xf32>, tensor<37xf32>, tensor<37xf32>) -> tensor<?x37x7x9xf32>
+  %y = graph.silu %n : tensor<?x37x7x9xf32>
+  %a = graph.add %y, %x : (tensor<?x37x7x9xf32>, tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
+  %s = graph.silu %a : tensor<?x37x7x9xf32>
+  func.return %s : tensor<?x37x7x9xf32>
+}
+"""
+GRAPH_PASSES = "split-bias,fuse-conv-bn-act,select-conv-algorithm"
+
+
+def lower(text: str, passes: str = GRAPH_PASSES) -> tuple[ModuleOp, ModuleOp]:
+    """(the graph module after ``passes``, the same after lower-graph-to-kernel)."""
+    graph = parse_module(text, "input.mlir")
+    if passes:
+        PassManager.parse(passes).run(graph)
+    lowered = graph.clone()
+    PassManager.parse("lower-graph-to-kernel").run(lowered)
+    return graph, lowered
+
+
+def forward(module: ModuleOp) -> FuncOp:
+    return next(op for op in module.walk() if isinstance(op, FuncOp))
+
+
+# The pure decisions
+
+
+@pytest.mark.parametrize(
+    ("tile", "config"),
+    [((64, 64), (4, 2)), ((128, 64), (4, 2)), ((64, 256), (8, 2)), ((128, 128), (8, 2))],
+)
+def test_gemm_launch_config(tile: tuple[int, int], config: tuple[int, int]) -> None:
+    assert gemm_launch_config(*tile) == config
+
+
+@pytest.mark.parametrize(
+    ("operand", "output", "strides"),
+    [
+        ((Q, 4, 3, 3), (Q, 4, 3, 3), ["36", "9", "3", "1"]),
+        ((4, 1, 1), (Q, 4, 3, 3), ["0", "1", "0", "0"]),
+        ((1, 4, 3, 3), (Q, 4, 3, 3), ["0", "9", "3", "1"]),  # static 1 vs dynamic batch
+        ((1, 4, 3, 3), (1, 4, 3, 3), ["36", "9", "3", "1"]),  # both 1: the real stride
+        ((3,), (2, 4, 3, 3), ["0", "0", "0", "1"]),
+        ((Q, 10), (Q, 10), ["B * 10", "B * 10", "10", "1"]),
+        ((), (Q, 2), ["1", "1", "0", "0"]),  # a scalar; padded output dims keep real strides
+    ],
+)
+def test_broadcast_strides(
+    operand: tuple[int, ...], output: tuple[int, ...], strides: list[str]
+) -> None:
+    assert broadcast_strides(operand, output) == strides
+
+
+# The IR it produces
+
+
+def test_slice_lowers_to_the_launch_plan() -> None:
+    _, lowered = lower(SLICE)
+    ops = list(forward(lowered).body.block.ops)
+    weights = [op for op in ops if isinstance(op, WeightOp)]
+    launches = [op for op in ops if isinstance(op, LaunchOp)]
+    assert [w.weight_name for w in weights] == [
+        "model.0.conv.weight",
+        "model.0.bn.weight",
+        "model.0.bn.running_var",
+        "model.0.bn.bias",
+        "model.0.bn.running_mean",
+    ]
+    assert ops[: len(weights)] == weights and isinstance(ops[-1], ReturnOp)
+    assert [launch.family for launch in launches] == ["conv1x1_gemm", "elementwise", "elementwise"]
+    gemm, add, silu = launches
+    assert [s.name for s in gemm.param_slots] == ["w", "scale", "shift"]
+    assert gemm.param_slots[0].derivation.kind == "reshape"
+    assert gemm.constexpr_values["ACTIVATION"] == 1  # the first silu fused into the conv
+    assert gemm.grid == ("B * cdiv(63, 64) * cdiv(37, 64)", "1", "1")
+    assert (gemm.num_warps, gemm.num_stages) == (4, 2)
+    assert add.constexpr_values["OP"] == 3 and dict(add.arg_bindings)["numel"] == "B * 2331"
+    assert add.operands[0] is gemm.results[0] and silu.operands[0] is add.results[0]
+    assert not any(op.name.startswith("graph.") for op in lowered.walk())
+
+
+def test_results_and_locations_are_kept() -> None:
+    graph, lowered = lower(SLICE)
+    before = [op for op in forward(graph).body.block.ops if op.name != "graph.param"]
+    after = [op for op in forward(lowered).body.block.ops if isinstance(op, LaunchOp | ReturnOp)]
+    assert [loc_of(op) for op in after] == [loc_of(op) for op in before]
+    assert [[r.type for r in op.results] for op in after] == [
+        [r.type for r in op.results] for op in before
+    ]
+    assert str(loc_of(after[1])) == "input.mlir:10:8"  # the graph.add's name token
+    weight = next(op for op in forward(lowered).body.block.ops if isinstance(op, WeightOp))
+    assert str(loc_of(weight)) == "input.mlir:2:8"  # its graph.param
+
+
+def test_lowered_module_round_trips() -> None:
+    _, lowered = lower(SLICE)
+    for generic in (False, True):
+        text = print_module(lowered, generic=generic)
+        assert parse_module(text).is_structurally_equivalent(lowered)
+
+
+# Refusals
+
+
+def test_every_unlowerable_op_is_reported_and_nothing_changes() -> None:
+    module = parse_module(SLICE, "input.mlir")
+    before = print_module(module)
+    with pytest.raises(DiagnosticError) as info:
+        PassManager.parse("lower-graph-to-kernel").run(module)
+    assert [(str(d.location), d.message) for d in info.value.diagnostics] == [
+        (
+            "input.mlir:7:8",
+            "cannot lower 'graph.conv2d' to a kernel: convolutions lower as graph.fused_conv2d "
+            "(run fuse-conv-bn-act and select-conv-algorithm first)",
+        ),
+        (
+            "input.mlir:8:8",
+            "cannot lower 'graph.batch_norm' to a kernel: no kernel computes a standalone batch "
+            "norm (fuse-conv-bn-act folds an inference batch norm into the convolution before it)",
+        ),
+    ]
+    assert print_module(module) == before
+    x = forward(module).body.block.args[0]
+    assert {use.operation.name for use in x.uses} == {"graph.conv2d", "graph.add"}
+
+
+# Numerics: the lowered program, simulated, against the graph reference
+
+
+def _dims(launch: LaunchOp, batch: int) -> dict[str, int | str]:
+    return {
+        name: binding
+        if binding.startswith(("in", "out", "param."))
+        else eval_text(binding, {"B": batch})
+        for name, binding in launch.arg_bindings
+    }
+
+
+def _elementwise(launch: LaunchOp, inputs: Sequence[Array], batch: int) -> Array:
+    """The elementwise template's index arithmetic, over the whole grid."""
+    args = _dims(launch, batch)
+    block = launch.constexpr_values["BLOCK"]
+    programs = eval_text(launch.grid[0], {"B": batch})
+    numel = int(args["numel"])
+    assert programs * block >= numel
+    flat = np.arange(numel)
+    sizes = [int(args[f"size{k}"]) for k in (1, 2, 3)]
+    i3, rest = flat % sizes[2], flat // sizes[2]
+    i2, rest = rest % sizes[1], rest // sizes[1]
+    i1, i0 = rest % sizes[0], rest // sizes[0]
+
+    def load(name: str) -> Array:
+        source = inputs[int(str(args[name])[2:])].ravel()
+        strides = [int(args[f"{name}_stride{k}"]) for k in range(4)]
+        return source[i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + i3 * strides[3]]
+
+    a, op = load("x"), launch.constexpr_values["OP"]
+    ops = {v: k for k, v in ELEMENTWISE_OPS.items()}
+    sigmoid = 1 / (1 + np.exp(-a))
+    result = {
+        "silu": lambda: a * sigmoid,
+        "relu": lambda: np.maximum(a, 0),
+        "sigmoid": lambda: sigmoid,
+        "add": lambda: a + load("y"),
+        "mul": lambda: a * load("y"),
+    }[ops[op]]()
+    return result
+
+
+def _gemm(
+    launch: LaunchOp, inputs: Sequence[Array], params: Mapping[str, Array], batch: int
+) -> Array:
+    args = _dims(launch, batch)
+    c_in, c_out, m = int(args["C_IN"]), int(args["C_OUT"]), int(args["M"])
+    assert int(args["B"]) == batch and int(args["y_row_stride"]) == m
+    assert params["w"].shape == (c_out, c_in)
+    x = inputs[0].reshape(batch, c_in, m)
+    acc = np.einsum("oc,bcm->bom", params["w"], x)
+    v = params["scale"][None, :, None] * acc + params["shift"][None, :, None]
+    activation = launch.constexpr_values["ACTIVATION"]
+    return [v, v / (1 + np.exp(-v)), np.maximum(v, 0), 1 / (1 + np.exp(-v))][activation]
+
+
+def simulate(
+    module: ModuleOp, weights: Mapping[str, Array], inputs: Sequence[Array], batch: int
+) -> list[Array]:
+    """Run the lowered ``@forward`` launch by launch at batch size ``batch``."""
+    function = forward(module)
+    env: dict[SSAValue, Array] = dict(zip(function.body.block.args, inputs, strict=True))
+    for op in function.body.block.ops:
+        if isinstance(op, WeightOp):
+            assert weights[op.weight_name].shape == op.shape
+        elif isinstance(op, LaunchOp):
+            args = [env[v].astype(np.float64) for v in op.operands]
+            params = {
+                s.name: evaluate(s.derivation, weights).astype(np.float64) for s in op.param_slots
+            }
+            flat = (
+                _gemm(op, args, params, batch)
+                if op.family == "conv1x1_gemm"
+                else _elementwise(op, args, batch)
+            )
+            result_type = op.results[0].type
+            assert isinstance(result_type, TensorType)
+            shape = [batch if d == Q else d for d in result_type.get_shape()]
+            env[op.results[0]] = np.asarray(flat, dtype=np.float32).reshape(shape)
+        elif isinstance(op, ReturnOp):
+            return [env[v] for v in op.operands]
+    raise AssertionError("no func.return")
+
+
+def _weights(module: ModuleOp, rng: np.random.Generator) -> dict[str, Array]:
+    weights: dict[str, Array] = {}
+    for op in module.walk():
+        if op.name == "graph.param":
+            shape = op.results[0].type.get_shape()  # type: ignore[attr-defined]
+            name = op.properties["param_name"].data  # type: ignore[attr-defined]
+            low = 0.5 if name.endswith(("running_var", "bn.weight")) else -1.0
+            weights[name] = rng.uniform(low, 1.5, shape).astype(np.float32)
+    return weights
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_lowered_slice_matches_the_reference(batch: int) -> None:
+    rng = np.random.default_rng(batch)
+    source = parse_module(SLICE)
+    weights = _weights(source, rng)
+    graph, lowered = lower(SLICE)
+    x = rng.standard_normal((batch, 37, 7, 9)).astype(np.float32)
+    (expected,) = reference.run(graph, weights, [x])
+    (got,) = simulate(lowered, weights, [x], batch)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4 * max(1, np.abs(expected).max()))
+
+
+_DIM = st.sampled_from([1, 2, 3])
+
+
+@st.composite
+def broadcast_pair(draw: st.DrawFn) -> tuple[list[int], list[int]]:
+    """An output shape (rank 1..4, dynamic batch) and an operand broadcasting to it."""
+    output = [Q, *draw(st.lists(_DIM, min_size=0, max_size=3))]
+    rank = draw(st.integers(0, len(output)))
+    operand = [draw(st.sampled_from([1, d])) for d in output[len(output) - rank :]]
+    if rank == len(output) and operand and operand[0] != 1:
+        operand[0] = draw(st.sampled_from([1, Q]))
+    return output, operand
+
+
+def _type(shape: Sequence[int]) -> str:
+    return "tensor<" + "".join(("?" if d == Q else str(d)) + "x" for d in shape) + "f32>"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    pair=broadcast_pair(),
+    op=st.sampled_from(["add", "mul"]),
+    swap=st.booleans(),
+    batch=st.sampled_from([1, 2]),
+)
+def test_broadcasting_matches_numpy(
+    pair: tuple[list[int], list[int]], op: str, swap: bool, batch: int
+) -> None:
+    output, operand = pair
+    lhs, rhs = (operand, output) if swap else (output, operand)
+    text = (
+        f"func.func @forward(%a: {_type(lhs)}, %b: {_type(rhs)}) -> {_type(output)} {{\n"
+        f"  %z = graph.{op} %a, %b : ({_type(lhs)}, {_type(rhs)}) -> {_type(output)}\n"
+        f"  func.return %z : {_type(output)}\n}}\n"
+    )
+    graph, lowered = lower(text, passes="")
+    rng = np.random.default_rng(0)
+    arrays = [
+        rng.standard_normal([batch if d == Q else d for d in shape]).astype(np.float32)
+        for shape in (lhs, rhs)
+    ]
+    (expected,) = reference.run(graph, {}, arrays)
+    (got,) = simulate(lowered, {}, arrays, batch)
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)

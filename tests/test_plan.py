@@ -1,0 +1,311 @@
+"""The launch plan: schema, semantic checks, deterministic writing.
+
+`write_fixture` builds a small hand-written plan (a fused 1x1 conv + BN + SiLU,
+then a broadcasting add) from the real family templates; test_runtime.py and
+test_run_cli.py load this module by path to reuse it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import string
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from teeny_ir import derivations
+from teeny_ir.kernel_families import FAMILIES
+from teeny_ir.plan import (
+    SCHEMA,
+    Arg,
+    KernelSpec,
+    LaunchSpec,
+    ParamSpec,
+    Plan,
+    PlanError,
+    TensorSpec,
+    WeightSpec,
+    load_plan,
+    plan_text,
+    sha256_of,
+    write_plan,
+)
+
+C_IN, C_OUT, H, W = 5, 6, 3, 7
+M = H * W
+EPS = 1e-3
+PREFIX = "model.0."
+
+
+def _kernel(directory: Path, family: str, ordinal: int, constexprs: dict[str, int]) -> KernelSpec:
+    name = f"{family}_{ordinal}"
+    path = directory / "kernels" / f"{name}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(string.Template(FAMILIES[family].template()).substitute(kernel_name=name))
+    return KernelSpec(name, family, f"kernels/{name}.py", constexprs, sha256_of(path))
+
+
+def write_fixture(directory: Path) -> Plan:
+    """Write ``plan.json`` and kernels: ``t0 = silu(bn(conv1x1(in0)))``, ``t1 = t0 + in1``."""
+    gemm = _kernel(
+        directory,
+        "conv1x1_gemm",
+        0,
+        {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": 1},
+    )
+    add = _kernel(directory, "elementwise", 0, {"OP": 3, "BLOCK": 128})
+    bn = [f"{PREFIX}bn.{n}" for n in ("weight", "bias", "running_mean", "running_var")]
+    params = (
+        ParamSpec("p0", (C_OUT, C_IN), derivations.reshape(f"{PREFIX}conv.weight", (C_OUT, C_IN))),
+        ParamSpec("p1", (C_OUT,), derivations.bn_scale(bn[0], bn[3], EPS, C_OUT)),
+        ParamSpec("p2", (C_OUT,), derivations.bn_shift(*bn, eps=EPS, channels=C_OUT)),
+    )
+    t, e = Arg, lambda text: Arg(expr=text)
+    plan = Plan(
+        function="forward",
+        inputs=(TensorSpec("in0", ("B", C_IN, H, W)), TensorSpec("in1", ("B", C_OUT, 1, W))),
+        weights=(
+            WeightSpec(f"{PREFIX}conv.weight", (C_OUT, C_IN, 1, 1)),
+            *(WeightSpec(name, (C_OUT,)) for name in bn),
+        ),
+        params=params,
+        buffers=(TensorSpec("t0", ("B", C_OUT, H, W)), TensorSpec("t1", ("B", C_OUT, H, W))),
+        kernels=(gemm, add),
+        launches=(
+            LaunchSpec(
+                gemm.name,
+                (f"B * cdiv({M}, 16) * cdiv({C_OUT}, 16)", "1", "1"),
+                4,
+                2,
+                (
+                    *(t(name) for name in ("in0", "p0", "p1", "p2", "t0")),
+                    *(e(x) for x in ("B", str(C_IN), str(C_OUT), str(M), str(M))),
+                ),
+            ),
+            LaunchSpec(
+                add.name,
+                (f"cdiv(B * {C_OUT * M}, 128)", "1", "1"),
+                4,
+                1,
+                (
+                    *(t(name) for name in ("t0", "in1", "t1")),
+                    *(e(x) for x in (f"B * {C_OUT * M}", str(C_OUT), str(H), str(W))),
+                    *(e(str(x)) for x in (C_OUT * M, M, W, 1, C_OUT * W, W, 0, 1)),
+                ),
+            ),
+        ),
+        outputs=("t1", "t0"),
+    )
+    write_plan(directory, plan)
+    return plan
+
+
+def fixture_weights(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    f32 = np.float32
+    return {
+        f"{PREFIX}conv.weight": rng.standard_normal((C_OUT, C_IN, 1, 1)).astype(f32),
+        f"{PREFIX}bn.weight": rng.uniform(0.5, 1.5, C_OUT).astype(f32),
+        f"{PREFIX}bn.bias": (0.1 * rng.standard_normal(C_OUT)).astype(f32),
+        f"{PREFIX}bn.running_mean": (0.1 * rng.standard_normal(C_OUT)).astype(f32),
+        f"{PREFIX}bn.running_var": rng.uniform(0.5, 1.5, C_OUT).astype(f32),
+        f"{PREFIX}bn.num_batches_tracked": np.array(7, dtype=np.int64),
+    }
+
+
+def fixture_inputs(batch: int, seed: int = 1) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [
+        rng.standard_normal((batch, C_IN, H, W)).astype(np.float32),
+        rng.standard_normal((batch, C_OUT, 1, W)).astype(np.float32),
+    ]
+
+
+def fixture_reference(inputs: list[np.ndarray], weights: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """numpy in float64: ``[t0 + in1, t0]`` with ``t0 = silu(bn(conv1x1(in0)))``."""
+    x, bias = (a.astype(np.float64) for a in inputs)
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    conv = np.einsum("oi,bihw->bohw", w[f"{PREFIX}conv.weight"][:, :, 0, 0], x)
+    scale = w[f"{PREFIX}bn.weight"] / np.sqrt(w[f"{PREFIX}bn.running_var"] + EPS)
+    shift = w[f"{PREFIX}bn.bias"] - scale * w[f"{PREFIX}bn.running_mean"]
+    v = conv * scale[None, :, None, None] + shift[None, :, None, None]
+    t0 = v / (1 + np.exp(-v))
+    return [t0 + bias, t0]
+
+
+def assert_close(got: list[np.ndarray], ref: list[np.ndarray], tol: float = 1e-4) -> None:
+    assert len(got) == len(ref)
+    for g, r in zip(got, ref, strict=True):
+        assert g.shape == r.shape and g.dtype == np.float32
+        assert np.isfinite(g).all()
+        assert np.max(np.abs(g - r)) <= tol * max(1.0, float(np.max(np.abs(r))))
+
+
+# --- tests ------------------------------------------------------------------
+
+
+@pytest.fixture
+def plan_dir(tmp_path: Path) -> Path:
+    directory = tmp_path / "plan"
+    directory.mkdir()
+    write_fixture(directory)
+    return directory
+
+
+def _edit(directory: Path, change: Callable[[dict[str, Any]], None]) -> None:
+    path = directory / "plan.json"
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def test_fixture_loads_and_round_trips(plan_dir: Path) -> None:
+    plan = load_plan(plan_dir)
+    assert plan.outputs == ("t1", "t0")
+    assert plan.params[1].derivation.kind == "bn_scale"
+    assert Plan.from_json(plan.to_json()) == plan
+    assert plan_text(plan) == (plan_dir / "plan.json").read_text()
+
+
+def test_plan_text_is_sorted_indented_and_ends_with_a_newline(plan_dir: Path) -> None:
+    text = (plan_dir / "plan.json").read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
+    assert data["format"] == "teeny-ir-plan" and data["version"] == 1
+    assert "compiled" not in data["kernels"][0]
+
+
+def test_schema_is_draft_2020_12_and_itself_valid() -> None:
+    import jsonschema
+
+    assert SCHEMA["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """A change that sets ``data[a][b]...`` for a ``/``-separated path."""
+
+    def change(data: dict[str, Any]) -> None:
+        *parents, last = path.split("/")
+        target: Any = data
+        for key in parents:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        target[int(last) if isinstance(target, list) else last] = value
+
+    return change
+
+
+REJECTIONS = [
+    ("version", _set("version", 2), "does not match the plan schema at version"),
+    ("format", _set("format", "other"), "plan schema at format"),
+    ("extra key", _set("launches/0/extra", 1), "plan schema at launches/0"),
+    ("warps type", _set("launches/0/num_warps", "4"), "plan schema at launches/0/num_warps"),
+    ("too many warps", _set("launches/0/num_warps", 64), "launches/0/num_warps"),
+    ("two-axis grid", _set("launches/0/grid", ["1", "1"]), "launches/0/grid"),
+    ("dtype", _set("inputs/0/dtype", "f16"), "inputs/0/dtype"),
+    ("bad hash text", _set("kernels/0/source_sha256", "xyz"), "kernels/0/source_sha256"),
+    ("generated name", _set("buffers/0/name", "t0; import os"), "buffers/0/name"),
+    ("unknown family", _set("kernels/1/family", "winograd"), "unknown family 'winograd'"),
+    ("string in a grid", _set("launches/0/grid/0", '__import__("os")'), "unexpected character"),
+    ("call in a grid", _set("launches/0/grid/0", "__import__(os, 1)"), "call of '__import__'"),
+    ("other call", _set("launches/1/grid/0", "pow(B, 2)"), "call of 'pow' is not allowed"),
+    ("attribute in a grid", _set("launches/1/grid/1", "B.bit_length"), "unexpected character"),
+    ("symbol other than B", _set("launches/0/args/6/expr", "C"), "only 'B' is allowed"),
+    ("symbol in a shape", _set("buffers/1/shape/1", "N"), "only 'B' is allowed"),
+    ("arg count", lambda d: d["launches"][0]["args"].pop(), "passes 9 arguments"),
+    (
+        "param arg bound to an input",
+        _set("launches/0/args/1", {"tensor": "in0"}),
+        "argument 'w' (param) must refer to: param; got input 'in0'",
+    ),
+    (
+        "output bound to an input",
+        _set("launches/1/args/2", {"tensor": "in1"}),
+        "argument 'out' (output) must refer to: buffer; got input 'in1'",
+    ),
+    ("tensor for a dim", _set("launches/0/args/5", {"tensor": "in0"}), "must be an expression"),
+    ("expr for a pointer", _set("launches/0/args/0", {"expr": "B"}), "must be a tensor"),
+    ("undefined tensor", _set("launches/0/args/0", {"tensor": "in7"}), "undefined tensor 'in7'"),
+    ("read before write", _set("launches/0/args/0", {"tensor": "t1"}), "before any launch"),
+    ("unknown kernel", _set("launches/0/kernel", "nope_0"), "names no kernel"),
+    ("output is a param", _set("outputs/0/tensor", "p0"), "output 'p0'"),
+    ("duplicate tensor", _set("buffers/1/name", "t0"), "tensor 't0' is defined twice"),
+    (
+        "weight of the wrong size",
+        _set("weights/0/shape", [C_OUT, C_IN + 1, 1, 1]),
+        f"weight '{PREFIX}conv.weight' has shape [6, 6, 1, 1], expected 30 elements",
+    ),
+    ("missing weight", lambda d: d["weights"].pop(1), f"weight '{PREFIX}bn.weight' is missing"),
+    ("slot vs derivation", _set("params/1/shape", [C_OUT + 1]), "but its derivation gives [6]"),
+    ("bad derivation", _set("params/1/derivation/sources", ["a"]), "takes 2 source weights"),
+    ("missing constexpr", lambda d: d["kernels"][0]["constexprs"].pop("GROUP_M"), "constexprs"),
+    ("constexpr choice", _set("kernels/1/constexprs/OP", 9), "OP=9 is not one of"),
+    ("power of two", _set("kernels/1/constexprs/BLOCK", 100), "BLOCK=100 is not a power of two"),
+    ("hash mismatch", _set("kernels/0/source_sha256", "0" * 64), "but the plan records"),
+    ("escaping path", _set("kernels/0/file", "../outside.py"), "must be a relative path inside"),
+    ("absolute path", _set("kernels/0/file", "/etc/passwd"), "must be a relative path inside"),
+    ("missing file", _set("kernels/0/file", "kernels/none.py"), "cannot be read"),
+    ("no batch input", _set("inputs/0/shape/0", 2), None),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"), [r[1:] for r in REJECTIONS], ids=[r[0] for r in REJECTIONS]
+)
+def test_rejections(
+    plan_dir: Path, change: Callable[[dict[str, Any]], None], message: str | None
+) -> None:
+    if message is None:  # both inputs must lose their batch dim for this rejection
+        _edit(plan_dir, lambda d: [change(d), _set("inputs/1/shape/0", 2)(d)])
+        message = "no input has a 'B' dimension"
+    else:
+        _edit(plan_dir, change)
+    with pytest.raises(PlanError) as info:
+        load_plan(plan_dir)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_symlink_escaping_the_directory(plan_dir: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.py"
+    source = plan_dir / "kernels" / "elementwise_0.py"
+    outside.write_bytes(source.read_bytes())
+    source.unlink()
+    os.symlink(outside, source)
+    with pytest.raises(PlanError, match="resolves outside the plan directory"):
+        load_plan(plan_dir)
+
+
+def test_unreadable_plans(tmp_path: Path) -> None:
+    with pytest.raises(PlanError, match="cannot read"):
+        load_plan(tmp_path)
+    (tmp_path / "plan.json").write_text("{")
+    with pytest.raises(PlanError, match="is not valid JSON"):
+        load_plan(tmp_path)
+    (tmp_path / "plan.json").write_text('{"version": NaN}')
+    with pytest.raises(PlanError, match="'NaN' is not a number"):
+        load_plan(tmp_path)
+    (tmp_path / "plan.json").write_text("[]")
+    with pytest.raises(PlanError, match="plan schema at \\(top level\\)"):
+        load_plan(tmp_path)
+
+
+def test_edited_kernel_source_is_rejected(plan_dir: Path) -> None:
+    path = plan_dir / "kernels" / "conv1x1_gemm_0.py"
+    path.write_text(path.read_text() + "\nimport os\n")
+    with pytest.raises(PlanError, match=r"kernel 'conv1x1_gemm_0' file .* has sha256"):
+        load_plan(plan_dir)
+
+
+def test_write_plan_is_deterministic(tmp_path: Path) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    write_fixture(first)
+    write_fixture(second)
+    for name in ("plan.json", "kernels/conv1x1_gemm_0.py", "kernels/elementwise_0.py"):
+        assert (first / name).read_bytes() == (second / name).read_bytes()

@@ -1,0 +1,174 @@
+"""``teeny-run``: end to end through the console script, and its error lines."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from teeny_ir.run_cli import run
+
+TEENY_RUN = str(Path(sys.executable).with_name("teeny-run"))
+
+
+def _sibling(name: str) -> ModuleType:
+    """Load another test module by path (``tests`` is not an importable package)."""
+    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+fixtures = _sibling("test_plan.py")
+
+
+@pytest.fixture
+def case(tmp_path: Path) -> Path:
+    """A plan in ``plan/``, weights ``w.safetensors``, inputs ``a.npy``, ``b.npy`` (batch 3)."""
+    (tmp_path / "plan").mkdir()
+    fixtures.write_fixture(tmp_path / "plan")
+    save_file(fixtures.fixture_weights(), str(tmp_path / "w.safetensors"))
+    for name, array in zip("ab", fixtures.fixture_inputs(3), strict=True):
+        np.save(tmp_path / f"{name}.npy", array)
+    return tmp_path
+
+
+def _argv(case: Path, *extra: str) -> list[str]:
+    return [
+        str(case / "plan"),
+        "--weights",
+        str(case / "w.safetensors"),
+        "--input",
+        str(case / "a.npy"),
+        "--input",
+        str(case / "b.npy"),
+        *extra,
+    ]
+
+
+def _run(argv: list[str]) -> tuple[int, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = run(argv, out, err)
+    return code, err.getvalue()
+
+
+def test_end_to_end_through_the_console_script(case: Path) -> None:
+    out = case / "out.npz"
+    result = subprocess.run(
+        [TEENY_RUN, *_argv(case, "-o", str(out), "--timing")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "teeny-run: worker: launches" in result.stderr
+    with np.load(out, allow_pickle=False) as data:
+        assert sorted(data.files) == ["output_0", "output_1"]
+        got = [data["output_0"], data["output_1"]]
+    inputs = [np.load(case / "a.npy"), np.load(case / "b.npy")]
+    fixtures.assert_close(got, fixtures.fixture_reference(inputs, fixtures.fixture_weights()))
+
+
+def test_bad_input_is_one_line_and_exit_1_in_a_real_process(case: Path) -> None:
+    result = subprocess.run(
+        [TEENY_RUN, *_argv(case)[:-2], "-o", str(case / "out.npz")],  # one input of two
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr == "teeny-run: error: the plan takes 2 inputs, got 1\n"
+    assert not (case / "out.npz").exists()
+
+
+ERRORS = [
+    ("no output", lambda c: _argv(c), "the following arguments are required: -o"),
+    (
+        "cuda",
+        lambda c: _argv(c, "-o", str(c / "o.npz"), "--backend", "cuda"),
+        "the cuda backend (launching AOT-compiled cubins) is a later issue; "
+        "use the interpreter backend",
+    ),
+    (
+        "unknown backend",
+        lambda c: _argv(c, "-o", str(c / "o.npz"), "--backend", "gpu"),
+        "argument --backend: invalid choice: 'gpu'",
+    ),
+    (
+        "output is an input",
+        lambda c: _argv(c, "-o", str(c / "a.npy")),
+        f"refusing to overwrite the input file '{'{}'}/a.npy' with -o",
+    ),
+    (
+        "missing weights",
+        lambda c: [*_argv(c)[:2], str(c / "none"), *_argv(c, "-o", str(c / "o.npz"))[3:]],
+        "cannot read weights '{}/none'",
+    ),
+    (
+        "missing input",
+        lambda c: [*_argv(c)[:-1], str(c / "none.npy"), "-o", str(c / "o.npz")],
+        "cannot read input '{}/none.npy': No such file or directory",
+    ),
+    (
+        "pickled input",
+        lambda c: _argv(c, "-o", str(c / "o.npz"), "--input", str(c / "pickled.npy")),
+        "cannot read input '{}/pickled.npy': Object arrays cannot be loaded",
+    ),
+    ("no plan", lambda c: [str(c), *_argv(c, "-o", str(c / "o.npz"))[1:]], "cannot read '{}/plan"),
+]
+
+
+@pytest.mark.parametrize(
+    ("make_argv", "message"), [e[1:] for e in ERRORS], ids=[e[0] for e in ERRORS]
+)
+def test_errors(case: Path, make_argv: object, message: str) -> None:
+    np.save(case / "pickled.npy", np.array([{"x": 1}], dtype=object), allow_pickle=True)
+    code, stderr = _run(make_argv(case))  # type: ignore[operator]
+    assert code == 1
+    assert stderr.startswith("teeny-run: error: " + message.replace("{}", str(case)))
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr
+
+
+def test_failed_run_keeps_the_previous_output(case: Path) -> None:
+    out = case / "out.npz"
+    out.write_bytes(b"previous")
+    code, stderr = _run([*_argv(case)[:-2], "-o", str(out)])
+    assert code == 1 and "got 1" in stderr
+    assert out.read_bytes() == b"previous"
+    assert [p.name for p in case.iterdir() if p.name.startswith(".teeny-")] == []
+
+
+def test_output_replaces_a_regular_file(case: Path) -> None:
+    out = case / "out.npz"
+    out.write_bytes(b"previous")
+    code, stderr = _run(_argv(case, "-o", str(out)))
+    assert (code, stderr) == (0, "")
+    with np.load(out, allow_pickle=False) as data:
+        assert data["output_0"].shape == (3, 6, 3, 7)
+
+
+def test_worker_failure_is_exit_2(case: Path) -> None:
+    import json
+
+    from teeny_ir.plan import sha256_of
+
+    source = case / "plan" / "kernels" / "elementwise_0.py"
+    source.write_text(source.read_text().replace("tl.store(", "tl.store(undefined_name + "))
+    plan = case / "plan" / "plan.json"
+    data = json.loads(plan.read_text())
+    data["kernels"][1]["source_sha256"] = sha256_of(source)
+    plan.write_text(json.dumps(data))
+    code, stderr = _run(_argv(case, "-o", str(case / "out.npz")))
+    assert code == 2
+    assert stderr.startswith("teeny-run: error: the interpreter worker failed (exit status 1):")
+    assert stderr.rstrip().splitlines()[-1].startswith("error: ")
+    assert "undefined_name" in stderr
+    assert not (case / "out.npz").exists()
