@@ -10,11 +10,19 @@ Bad input raises `teeny_ir.DiagnosticError`: a module without ``@forward``,
 inputs of the wrong count, shape, batch or dtype, weights that are missing or
 mis-shaped (all of them listed in one error), and ops the interpreter has no
 semantics for (named, with their location). Extra weights are ignored.
+
+Semantics of op groups live in ``ops_<group>.py`` modules of this package, each
+exporting ``SEMANTICS: dict[op class, (op, args, weights) -> results]``; they
+are found automatically (`semantics_table`).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
+import pkgutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,7 +68,7 @@ def run(module: ModuleOp, weights: Weights, inputs: Sequence[Array]) -> list[Arr
         if isinstance(op, ParamOp):
             env[op.result] = params[op.param_name.data]
             continue
-        semantics = _SEMANTICS.get(type(op))
+        semantics = semantics_table().get(type(op))
         if semantics is None:
             raise _error(f"the reference interpreter has no semantics for '{op.name}'", op)
         results = semantics(op, [env[value] for value in op.operands], weights)
@@ -289,3 +297,21 @@ _SEMANTICS: dict[type[Operation], Semantics] = {
     BiasAddOp: _bias_add_op,
 }
 """Op class -> its semantics; `ParamOp` and `func.return` are handled by `run`."""
+
+
+@functools.cache
+def semantics_table() -> dict[type[Operation], Semantics]:
+    """`_SEMANTICS` plus the ``SEMANTICS`` table of every ``ops_*`` module of this
+    package (one module per op group; each op has exactly one definition)."""
+    table = dict(_SEMANTICS)
+    package = Path(__file__).parent
+    for info in sorted(pkgutil.iter_modules([str(package)]), key=lambda m: m.name):
+        if not info.name.startswith("ops_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        group: dict[type[Operation], Semantics] = module.SEMANTICS
+        for op_type, semantics in group.items():
+            if op_type in table:
+                raise RuntimeError(f"two reference semantics for '{op_type.name}'")
+            table[op_type] = semantics
+    return table
