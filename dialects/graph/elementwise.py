@@ -1,30 +1,60 @@
-"""Elementwise ops: activations (`graph.silu`, `graph.relu`, `graph.sigmoid`),
-broadcasting binaries (`graph.add`, `graph.mul`) and `graph.bias_add`."""
+"""Elementwise ops: activations (`graph.silu`, `graph.relu`, `graph.sigmoid`,
+`graph.tanh`, `graph.gelu`, `graph.leaky_relu`), broadcasting binaries
+(`graph.add`, `graph.sub`, `graph.mul`, `graph.div`) and `graph.bias_add`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Self
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar, Self
 
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr, TensorType, f32, f64
 from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import IRDLOperation, irdl_op_definition, operand_def, result_def, traits_def
+from xdsl.irdl import (
+    IRDLOperation,
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    result_def,
+    traits_def,
+)
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import OptionsFormatOp, parse_attr_dict, parse_tensor_type, value_type
+from dialects.graph.format import (
+    OptionParser,
+    OptionsFormatOp,
+    f64_attr,
+    keyword_option,
+    parse_attr_dict,
+    parse_options,
+    parse_tensor_type,
+    print_options,
+    value_type,
+)
 from dialects.graph.shapes import broadcast_shapes, check_channel_vector, check_result, check_tensor
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser
     from xdsl.printer import Printer
 
+GELU_APPROXIMATIONS = ("tanh",)
+"""Values of `GeluOp`'s ``approximate`` (absent: the exact erf form)."""
+DEFAULT_NEGATIVE_SLOPE = 0.01
+"""`LeakyReluOp`'s ``negative_slope`` when absent (PyTorch's default)."""
+
 
 class UnaryOp(IRDLOperation):
     """Shared definition of the elementwise activations: one f32 tensor in, one of
     the same type out, printed with the type once::
 
-        %y = graph.op %x attr-dict : tensor<?x16x8x8xf32>
+        %y = graph.op %x (keyword value)* attr-dict : tensor<?x16x8x8xf32>
+
+    ``OPTIONS`` maps each property keyword to its value parser, as in
+    `OptionsFormatOp`; most activations have none.
     """
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {}
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
@@ -41,15 +71,21 @@ class UnaryOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> Self:
         operand = parser.parse_unresolved_operand()
-        attributes = parse_attr_dict(parser, ())
+        properties = parse_options(parser, cls.OPTIONS)
+        attributes = parse_attr_dict(parser, cls.OPTIONS)
         parser.parse_punctuation(":")
-        op = cls(parser.resolve_operand(operand, parse_tensor_type(parser)))
-        op.attributes.update(attributes)
-        return op
+        type_ = parse_tensor_type(parser)
+        return cls.create(
+            operands=[parser.resolve_operand(operand, type_)],
+            result_types=[type_],
+            properties=properties,
+            attributes=attributes,
+        )
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_operand(self.input)
+        print_options(printer, self, self.OPTIONS)
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.input.type)
@@ -86,6 +122,97 @@ class SigmoidOp(UnaryOp):
     """
 
     name = "graph.sigmoid"
+
+
+@irdl_op_definition
+class TanhOp(UnaryOp):
+    """Elementwise hyperbolic tangent: ``y = tanh(x)``, in (-1, 1).
+
+    %y = graph.tanh %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.tanh"
+
+
+@irdl_op_definition
+class GeluOp(UnaryOp):
+    """Elementwise GELU, as ``torch.nn.functional.gelu``.
+
+    ``approximate`` absent (PyTorch's ``"none"``): the exact form
+    ``y = 0.5 * x * (1 + erf(x / sqrt(2)))``. ``approximate tanh``:
+    ``y = 0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))``.
+
+    %y = graph.gelu %x approximate tanh : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.gelu"
+
+    approximate_attr = opt_prop_def(StringAttr, prop_name="approximate")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "approximate": keyword_option("approximate", GELU_APPROXIMATIONS),
+    }
+
+    def __init__(self, input: SSAValue | Operation, approximate: str = "none"):
+        """Build a GELU; ``approximate`` is "none" (exact, the property stays
+        absent) or "tanh", as in PyTorch."""
+        super().__init__(input)
+        if approximate != "none":
+            self.properties["approximate"] = StringAttr(approximate)
+
+    @property
+    def approximate(self) -> str:
+        """The approximation, PyTorch's spelling: "none" (exact) or "tanh"."""
+        return "none" if self.approximate_attr is None else self.approximate_attr.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        if self.approximate_attr is not None and self.approximate not in GELU_APPROXIMATIONS:
+            raise VerifyException(
+                f"expected approximate to be one of {', '.join(GELU_APPROXIMATIONS)} "
+                f"(absent: exact), got '{self.approximate}'"
+            )
+
+
+@irdl_op_definition
+class LeakyReluOp(UnaryOp):
+    """Elementwise leaky rectifier, as ``torch.nn.functional.leaky_relu``:
+    ``y = x`` for ``x >= 0``, ``y = negative_slope * x`` otherwise.
+
+    ``negative_slope`` is an optional finite f64, 0.01 when absent.
+
+    %y = graph.leaky_relu %x negative_slope 2.000000e-01 : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.leaky_relu"
+
+    negative_slope_attr = opt_prop_def(
+        FloatAttr[Float64Type],
+        FloatAttr(DEFAULT_NEGATIVE_SLOPE, f64),
+        prop_name="negative_slope",
+    )
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "negative_slope": lambda parser: FloatAttr(parser.parse_float(), f64),
+    }
+
+    def __init__(self, input: SSAValue | Operation, negative_slope: float | None = None):
+        """Build a leaky ReLU; ``negative_slope`` left as None stays absent (0.01)."""
+        super().__init__(input)
+        if (slope := f64_attr(negative_slope)) is not None:
+            self.properties["negative_slope"] = slope
+
+    @property
+    def negative_slope(self) -> float:
+        """The effective slope for negative inputs."""
+        return self.negative_slope_attr.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not math.isfinite(self.negative_slope):
+            raise VerifyException(
+                f"expected negative_slope to be finite, got {self.negative_slope}"
+            )
 
 
 class BroadcastBinaryOp(OptionsFormatOp):
@@ -141,6 +268,29 @@ class MulOp(BroadcastBinaryOp):
     """
 
     name = "graph.mul"
+
+
+@irdl_op_definition
+class SubOp(BroadcastBinaryOp):
+    """Elementwise ``lhs - rhs`` with numpy broadcasting (see `broadcast_shapes`).
+
+    %z = graph.sub %a, %b : (tensor<?x16x8x8xf32>, tensor<16x1x1xf32>)
+        -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.sub"
+
+
+@irdl_op_definition
+class DivOp(BroadcastBinaryOp):
+    """Elementwise ``lhs / rhs`` with numpy broadcasting (see `broadcast_shapes`);
+    IEEE division, so ``x / 0`` is ``±inf`` (``nan`` for ``0 / 0``), as in PyTorch.
+
+    %z = graph.div %a, %b : (tensor<?x16x8x8xf32>, tensor<?x1x1x1xf32>)
+        -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.div"
 
 
 @irdl_op_definition

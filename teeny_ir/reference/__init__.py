@@ -2,9 +2,10 @@
 
 `run` executes ``func.func @forward`` op by op and is the oracle of every
 numerics test. Each op computes in float64 and rounds its results to float32
-once, so the reference is exact to float32 rounding per op. Fused ops evaluate
-their recorded derivations with `teeny_ir.derivations.evaluate`, the single
-implementation of the BN fold.
+once, so the reference is exact to float32 rounding per op. Values whose
+declared element type is i64 (`graph.cross_entropy`'s targets) are int64
+arrays instead, inputs included. Fused ops evaluate their recorded derivations
+with `teeny_ir.derivations.evaluate`, the single implementation of the BN fold.
 
 Bad input raises `teeny_ir.DiagnosticError`: a module without ``@forward``,
 inputs of the wrong count, shape, batch or dtype, weights that are missing or
@@ -26,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 
 from dialects.graph import (
     AddOp,
@@ -50,9 +51,9 @@ Weights = Mapping[str, Any]
 
 
 def run(module: ModuleOp, weights: Weights, inputs: Sequence[Array]) -> list[Array]:
-    """Run ``@forward`` on ``inputs`` (float32 arrays, in argument order) with
-    ``weights`` (state-dict name -> array); return its results in return order
-    as float32 arrays."""
+    """Run ``@forward`` on ``inputs`` (in argument order: float32 arrays, int64
+    for i64 arguments) with ``weights`` (state-dict name -> array); return its
+    results in return order, as float32 arrays (int64 for i64 results)."""
     from teeny_ir.verifier import verify_ops
 
     errors = verify_ops(module)
@@ -64,7 +65,9 @@ def run(module: ModuleOp, weights: Weights, inputs: Sequence[Array]) -> list[Arr
     params = _check_weights(forward, weights)
     for op in block.ops:
         if isinstance(op, ReturnOp):
-            return [np.array(env[value], dtype=np.float32, order="C") for value in op.arguments]
+            return [
+                np.array(env[value], dtype=_dtype(value.type), order="C") for value in op.arguments
+            ]
         if isinstance(op, ParamOp):
             env[op.result] = params[op.param_name.data]
             continue
@@ -73,7 +76,8 @@ def run(module: ModuleOp, weights: Weights, inputs: Sequence[Array]) -> list[Arr
             raise _error(f"the reference interpreter has no semantics for '{op.name}'", op)
         results = semantics(op, [env[value] for value in op.operands], weights)
         for result, value in zip(op.results, results, strict=True):
-            env[result] = np.ascontiguousarray(value, dtype=np.float32)
+            # asarray, not ascontiguousarray, which makes rank-0 results rank 1
+            env[result] = np.asarray(value, dtype=_dtype(result.type), order="C")
     raise _error("@forward has no func.return", forward)
 
 
@@ -88,6 +92,13 @@ def _find_forward(module: ModuleOp) -> FuncOp:
                 raise _error("@forward must have exactly one block", op)
             return op
     raise _error("the module has no func.func @forward to run", module)
+
+
+def _dtype(type_: Attribute) -> type[np.generic]:
+    """The numpy dtype of a value of IR type ``type_``: int64 for i64 tensors, else float32."""
+    if isinstance(type_, TensorType) and type_.element_type == i64:
+        return np.int64
+    return np.float32
 
 
 def _format(shape: Iterable[int]) -> str:
@@ -109,8 +120,10 @@ def _check_inputs(forward: FuncOp, inputs: Sequence[Array]) -> list[Array]:
         if not isinstance(value, np.ndarray):
             problems.append(f"input {index} is a {type(value).__name__}, not a numpy array")
             continue
-        if value.dtype != np.float32:
-            problems.append(f"input {index} has dtype {value.dtype}, expected float32")
+        if value.dtype != _dtype(type_):
+            problems.append(
+                f"input {index} has dtype {value.dtype}, expected {np.dtype(_dtype(type_))}"
+            )
         if len(value.shape) != len(expected) or any(
             want not in (DYNAMIC_INDEX, got)
             for want, got in zip(expected, value.shape, strict=True)

@@ -1,0 +1,443 @@
+"""Pooling and resampling over NCHW: `graph.max_pool2d`, `graph.avg_pool2d`,
+`graph.global_avg_pool2d` and `graph.upsample_nearest2d`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
+
+from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType, UnitAttr, f32
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.graph.format import (
+    OptionParser,
+    OptionsFormatOp,
+    i64_array,
+    i64_array_prop,
+    int_array_option,
+    value_type,
+)
+from dialects.graph.shapes import (
+    DEFAULT_DILATION,
+    DEFAULT_PADDING,
+    Shape,
+    check_count,
+    check_result,
+    check_shape,
+    check_tensor,
+)
+
+
+def _check_nchw(input_shape: Sequence[int]) -> None:
+    if len(input_shape) != 4:
+        raise VerifyException(f"expected input of rank 4 [N, C, H, W], got rank {len(input_shape)}")
+    check_shape(input_shape, "input", dynamic_batch=True)
+
+
+def infer_pool2d_shape(
+    input_shape: Sequence[int],
+    kernel: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    ceil_mode: bool,
+) -> Shape:
+    """Result shape ``[N, C, H_out, W_out]`` of `graph.max_pool2d` and `graph.avg_pool2d`.
+
+    ``input_shape`` is ``[N, C, H, W]`` (N may be ``DYNAMIC_INDEX``); ``kernel``,
+    ``strides`` and ``dilation`` are ``[height, width]``, ``padding`` is
+    ``[top, left, bottom, right]``. Per spatial axis, with the dilated kernel
+    ``dk = dilation * (kernel - 1) + 1`` and ``span = size + pad_begin + pad_end - dk``,
+    ``out = floor(span / stride) + 1``, or with ``ceil_mode``
+    ``out = ceil(span / stride) + 1`` less one if the last window would start at
+    or past ``size + pad_begin`` (PyTorch's rule: every window starts inside the
+    input or the begin padding). As PyTorch requires, each pad is at most
+    ``kernel // 2`` (the undilated kernel); and ``dk`` must fit in the padded
+    input, in ceil mode too (PyTorch lets ceil mode overhang by a little).
+    Raises `VerifyException` naming the first violated rule.
+    """
+    _check_nchw(input_shape)
+    check_count("kernel", kernel, 2)
+    check_count("strides", strides, 2)
+    check_count("padding", padding, 4, " [top, left, bottom, right]")
+    check_count("dilation", dilation, 2)
+    if min(kernel) < 1:
+        raise VerifyException(f"expected kernel >= 1, got {list(kernel)}")
+    if min(strides) < 1:
+        raise VerifyException(f"expected strides >= 1, got {list(strides)}")
+    if min(dilation) < 1:
+        raise VerifyException(f"expected dilation >= 1, got {list(dilation)}")
+    if min(padding) < 0:
+        raise VerifyException(f"expected padding >= 0, got {list(padding)}")
+
+    spatial: list[int] = []
+    axes = (("height", ("top", "bottom")), ("width", ("left", "right")))
+    for index, (axis, sides) in enumerate(axes):
+        size, kernel_, stride = input_shape[2 + index], kernel[index], strides[index]
+        pad_begin, pad_end = padding[index], padding[index + 2]
+        for side, pad in zip(sides, (pad_begin, pad_end), strict=True):
+            if pad > kernel_ // 2:
+                raise VerifyException(
+                    f"padding {side} {pad} exceeds half the kernel {axis} {kernel_} "
+                    "(PyTorch requires padding <= kernel // 2, whatever the dilation)"
+                )
+        dilated_kernel = dilation[index] * (kernel_ - 1) + 1
+        padded_size = size + pad_begin + pad_end
+        if dilated_kernel > padded_size:
+            what = f"kernel {axis}" if dilation[index] == 1 else f"dilated kernel {axis}"
+            raise VerifyException(
+                f"{what} {dilated_kernel} exceeds padded input {axis} {padded_size}"
+            )
+        span = padded_size - dilated_kernel
+        if not ceil_mode:
+            spatial.append(span // stride + 1)
+            continue
+        out = -(-span // stride) + 1
+        if (out - 1) * stride >= size + pad_begin:
+            out -= 1
+        spatial.append(out)
+    return (input_shape[0], input_shape[1], *spatial)
+
+
+def infer_global_avg_pool2d_shape(input_shape: Sequence[int]) -> Shape:
+    """Result shape ``[N, C, 1, 1]`` of `graph.global_avg_pool2d` for ``[N, C, H, W]``."""
+    _check_nchw(input_shape)
+    return (input_shape[0], input_shape[1], 1, 1)
+
+
+def infer_upsample_nearest2d_shape(input_shape: Sequence[int], scales: Sequence[int]) -> Shape:
+    """Result shape ``[N, C, H * scale_h, W * scale_w]`` of `graph.upsample_nearest2d`."""
+    _check_nchw(input_shape)
+    check_count("scales", scales, 2)
+    if min(scales) < 1:
+        raise VerifyException(f"expected scales >= 1, got {list(scales)}")
+    batch, channels, height, width = input_shape
+    return (batch, channels, height * scales[0], width * scales[1])
+
+
+_WINDOW_OPTIONS: Mapping[str, OptionParser] = {
+    "kernel": int_array_option("kernel", 2),
+    "strides": int_array_option("strides", 2),
+    "padding": int_array_option("padding", 4, " [top, left, bottom, right]"),
+}
+
+
+class Pool2dOptionsOp(OptionsFormatOp):
+    """The window options both pools share: ``kernel`` [KH, KW] (required), and,
+    absent when default, ``strides`` (default: the kernel, as in PyTorch),
+    ``padding`` [0, 0, 0, 0] (top, left, bottom, right) and the unit
+    ``ceil_mode``. One f32 operand ``input`` [N, C, H, W] and one result."""
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    kernel_attr = prop_def(DenseArrayBase[I64], prop_name="kernel")
+    strides_attr = opt_prop_def(DenseArrayBase[I64], prop_name="strides")
+    padding_attr = i64_array_prop("padding", DEFAULT_PADDING)
+    ceil_mode_attr = opt_prop_def(UnitAttr, prop_name="ceil_mode")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        **_WINDOW_OPTIONS,
+        "ceil_mode": lambda parser: UnitAttr(),
+    }
+
+    @property
+    def kernel(self) -> Shape:
+        """Window size [height, width]."""
+        return self.kernel_attr.get_values()
+
+    @property
+    def strides(self) -> Shape:
+        """Effective strides [height, width]: the kernel when ``strides`` is absent."""
+        return self.kernel if self.strides_attr is None else self.strides_attr.get_values()
+
+    @property
+    def padding(self) -> Shape:
+        """Effective padding [top, left, bottom, right]."""
+        return self.padding_attr.get_values()
+
+    @property
+    def ceil_mode(self) -> bool:
+        """Whether partial windows hanging off the bottom/right edge produce outputs."""
+        return self.ceil_mode_attr is not None
+
+    @property
+    def dilation(self) -> Shape:
+        """Effective dilation [height, width]; [1, 1] unless the op declares one."""
+        return DEFAULT_DILATION
+
+    def verify_(self) -> None:
+        shape = infer_pool2d_shape(
+            check_tensor(self.input.type, "input"),
+            self.kernel,
+            self.strides,
+            self.padding,
+            self.dilation,
+            self.ceil_mode,
+        )
+        check_tensor(self.result.type, "result")
+        check_result(self.result, TensorType(f32, shape))
+
+
+def _pool_properties(
+    kernel: Sequence[int],
+    strides: Sequence[int] | None,
+    padding: Sequence[int] | None,
+    ceil_mode: bool,
+) -> dict[str, Attribute | None]:
+    return {
+        "kernel": i64_array(kernel),
+        "strides": i64_array(strides),
+        "padding": i64_array(padding),
+        "ceil_mode": UnitAttr() if ceil_mode else None,
+    }
+
+
+def _pool_type(
+    input: SSAValue | Operation,
+    kernel: Sequence[int],
+    strides: Sequence[int] | None,
+    padding: Sequence[int] | None,
+    dilation: Sequence[int] | None,
+    ceil_mode: bool,
+) -> TensorType:
+    """The builders' result type; raises `VerifyException` on options that do not fit."""
+    shape = infer_pool2d_shape(
+        check_tensor(value_type(input), "input"),
+        kernel,
+        kernel if strides is None else strides,
+        DEFAULT_PADDING if padding is None else padding,
+        DEFAULT_DILATION if dilation is None else dilation,
+        ceil_mode,
+    )
+    return TensorType(f32, shape)
+
+
+@irdl_op_definition
+class MaxPool2dOp(Pool2dOptionsOp):
+    """2-D max pooling over NCHW, as ``torch.nn.functional.max_pool2d``::
+
+        y[n, c, i, j] = max_{p, q} x_pad[n, c, i * stride_h + p * dilation_h,
+                                            j * stride_w + q * dilation_w]
+
+    where ``x_pad`` is the input padded with -inf by ``padding`` = [top, left,
+    bottom, right] (and, in ceil mode, past the bottom/right edge for windows
+    that hang off it), ``0 <= p < KH`` and ``0 <= q < KW``. Properties:
+    ``kernel`` (required), and, absent when default, ``strides`` (the kernel),
+    ``padding`` [0, 0, 0, 0], ``dilation`` [1, 1] and ``ceil_mode``. The result
+    shape is `infer_pool2d_shape`. A window that covers only padding (possible
+    with dilation, as in PyTorch) yields -inf.
+
+        %y = graph.max_pool2d %x kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1]
+            ceil_mode : (tensor<?x16x8x8xf32>) -> tensor<?x16x5x5xf32>
+    """
+
+    name = "graph.max_pool2d"
+
+    dilation_attr = i64_array_prop("dilation", DEFAULT_DILATION)
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        **_WINDOW_OPTIONS,
+        "dilation": int_array_option("dilation", 2),
+        "ceil_mode": lambda parser: UnitAttr(),
+    }
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        *,
+        kernel: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        ceil_mode: bool = False,
+        result_type: TensorType | None = None,
+    ):
+        """Build a max pool; options left as None (or False) stay absent (default).
+
+        Without ``result_type`` the result type is inferred, raising
+        `VerifyException` if the options do not fit the input.
+        """
+        if result_type is None:
+            result_type = _pool_type(input, kernel, strides, padding, dilation, ceil_mode)
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={
+                **_pool_properties(kernel, strides, padding, ceil_mode),
+                "dilation": i64_array(dilation),
+            },
+        )
+
+    @property
+    def dilation(self) -> Shape:
+        """Effective dilation [height, width]."""
+        return self.dilation_attr.get_values()
+
+
+@irdl_op_definition
+class AvgPool2dOp(Pool2dOptionsOp):
+    """2-D average pooling over NCHW, as ``torch.nn.functional.avg_pool2d``
+    (without ``divisor_override``)::
+
+        y[n, c, i, j] = sum_{p, q} x_pad[n, c, i * stride_h + p, j * stride_w + q]
+                        / divisor[i, j]
+
+    where ``x_pad`` is the input zero-padded by ``padding`` = [top, left, bottom,
+    right] (and, in ceil mode, past the bottom/right edge), ``0 <= p < KH``,
+    ``0 <= q < KW``. With window start ``h0 = i * stride_h - top`` (and ``w0``
+    likewise), ``divisor`` is the product over the two axes of the window
+    length clipped, as PyTorch does, to::
+
+        count_include_pad (default): min(h0 + KH, H + bottom) - h0
+        exclude_pad:                 min(h0 + KH, H) - max(h0, 0)
+
+    so padding counts, but a ceil-mode window's part past the end padding does
+    not. Properties: ``kernel`` (required), and, absent when default,
+    ``strides`` (the kernel), ``padding`` [0, 0, 0, 0], ``ceil_mode``, and the
+    unit ``exclude_pad`` (PyTorch's ``count_include_pad=False``). The result
+    shape is `infer_pool2d_shape` with dilation 1.
+
+        %y = graph.avg_pool2d %x kernel [2, 2] padding [1, 1, 1, 1] exclude_pad
+            : (tensor<?x16x8x8xf32>) -> tensor<?x16x5x5xf32>
+    """
+
+    name = "graph.avg_pool2d"
+
+    exclude_pad_attr = opt_prop_def(UnitAttr, prop_name="exclude_pad")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        **Pool2dOptionsOp.OPTIONS,
+        "exclude_pad": lambda parser: UnitAttr(),
+    }
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        *,
+        kernel: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+        result_type: TensorType | None = None,
+    ):
+        """Build an average pool; options left as None, ``ceil_mode=False`` and
+        ``count_include_pad=True`` (PyTorch's defaults) stay absent.
+
+        Without ``result_type`` the result type is inferred, raising
+        `VerifyException` if the options do not fit the input.
+        """
+        if result_type is None:
+            result_type = _pool_type(input, kernel, strides, padding, None, ceil_mode)
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={
+                **_pool_properties(kernel, strides, padding, ceil_mode),
+                "exclude_pad": None if count_include_pad else UnitAttr(),
+            },
+        )
+
+    @property
+    def count_include_pad(self) -> bool:
+        """Whether padding counts in the divisor (``exclude_pad`` absent)."""
+        return self.exclude_pad_attr is None
+
+
+@irdl_op_definition
+class GlobalAvgPool2dOp(OptionsFormatOp):
+    """Mean over the spatial dimensions of NCHW, as
+    ``torch.nn.functional.adaptive_avg_pool2d(x, 1)``::
+
+        y[n, c, 0, 0] = sum_{h, w} x[n, c, h, w] / (H * W)
+
+    ``input`` [N, C, H, W] -> result [N, C, 1, 1] (`infer_global_avg_pool2d_shape`).
+
+        %y = graph.global_avg_pool2d %x : (tensor<?x16x8x8xf32>) -> tensor<?x16x1x1xf32>
+    """
+
+    name = "graph.global_avg_pool2d"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, input: SSAValue | Operation, result_type: TensorType | None = None):
+        """Build the op; without ``result_type`` it is inferred."""
+        if result_type is None:
+            shape = infer_global_avg_pool2d_shape(check_tensor(value_type(input), "input"))
+            result_type = TensorType(f32, shape)
+        super().__init__(operands=[input], result_types=[result_type])
+
+    def verify_(self) -> None:
+        shape = infer_global_avg_pool2d_shape(check_tensor(self.input.type, "input"))
+        check_tensor(self.result.type, "result")
+        check_result(self.result, TensorType(f32, shape))
+
+
+@irdl_op_definition
+class UpsampleNearest2dOp(OptionsFormatOp):
+    """Nearest-neighbour upsampling of NCHW by integer factors, as
+    ``torch.nn.functional.interpolate(x, scale_factor=(sh, sw), mode="nearest")``::
+
+        y[n, c, i, j] = x[n, c, i // sh, j // sw]
+
+    ``scales`` [sh, sw] (required, each >= 1); ``input`` [N, C, H, W] -> result
+    [N, C, H * sh, W * sw] (`infer_upsample_nearest2d_shape`).
+
+        %y = graph.upsample_nearest2d %x scales [2, 2]
+            : (tensor<?x64x4x4xf32>) -> tensor<?x64x8x8xf32>
+    """
+
+    name = "graph.upsample_nearest2d"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    scales_attr = prop_def(DenseArrayBase[I64], prop_name="scales")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "scales": int_array_option("scales", 2),
+    }
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        *,
+        scales: Sequence[int],
+        result_type: TensorType | None = None,
+    ):
+        """Build the op; without ``result_type`` it is inferred, raising
+        `VerifyException` on bad scales or input."""
+        if result_type is None:
+            shape = infer_upsample_nearest2d_shape(check_tensor(value_type(input), "input"), scales)
+            result_type = TensorType(f32, shape)
+        super().__init__(
+            operands=[input], result_types=[result_type], properties={"scales": i64_array(scales)}
+        )
+
+    @property
+    def scales(self) -> Shape:
+        """Integer scale factors [height, width]."""
+        return self.scales_attr.get_values()
+
+    def verify_(self) -> None:
+        shape = infer_upsample_nearest2d_shape(check_tensor(self.input.type, "input"), self.scales)
+        check_tensor(self.result.type, "result")
+        check_result(self.result, TensorType(f32, shape))

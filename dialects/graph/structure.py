@@ -1,0 +1,521 @@
+"""Data movement: `graph.concat`, `graph.split`, `graph.reshape`, `graph.flatten` and
+`graph.transpose`.
+
+One batch rule for all five: a dynamic batch (``?`` at dimension 0) stays at
+dimension 0, unchanged. Concatenating or splitting along it, reshaping or
+flattening it into another dimension, and permuting it elsewhere are verifier
+errors for now (folding the batch is a later issue); a static dimension 0 is an
+ordinary dimension. Axes are stored non-negative; the Python builders accept
+negative axes, as PyTorch does, and normalise them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, ClassVar, Self
+
+from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
+    I64,
+    DenseArrayBase,
+    IntegerAttr,
+    TensorType,
+    f32,
+    i64,
+)
+from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_prop_def,
+    prop_def,
+    result_def,
+    traits_def,
+    var_operand_def,
+    var_result_def,
+)
+from xdsl.traits import Pure
+from xdsl.utils.exceptions import VerifyException
+
+from dialects.graph.format import OptionParser, OptionsFormatOp, parse_i64, value_type
+from dialects.graph.shapes import Shape, check_result, check_tensor, format_shape
+
+if TYPE_CHECKING:
+    from xdsl.parser import Parser
+
+_DYNAMIC_BATCH_LATER = "folding the batch into another dimension is not supported yet"
+
+
+def _check_rank(shape: Sequence[int], what: str) -> None:
+    if not shape:
+        raise VerifyException(f"expected {what} of rank >= 1, got rank 0")
+
+
+def _check_dim(dim: int, rank: int, what: str) -> None:
+    if not 0 <= dim < rank:
+        raise VerifyException(f"expected {what} in [0, {rank}), got {dim}")
+
+
+def _dynamic_batch(shape: Sequence[int]) -> bool:
+    return bool(shape) and shape[0] == DYNAMIC_INDEX
+
+
+def _check_not_batch_axis(shape: Sequence[int], axis: int, verb: str) -> None:
+    if axis == 0 and _dynamic_batch(shape):
+        raise VerifyException(f"cannot {verb} along the dynamic batch dimension 0")
+
+
+def infer_concat_shape(shapes: Sequence[Sequence[int]], axis: int) -> Shape:
+    """Result shape of `graph.concat`: the inputs' common shape with the ``axis``
+    sizes summed. ``axis`` is non-negative; every other dimension must agree
+    exactly (a ``?`` batch only with ``?``)."""
+    if not shapes:
+        raise VerifyException("expected at least 1 input")
+    first = shapes[0]
+    _check_rank(first, "input 0")
+    for index, shape in enumerate(shapes[1:], 1):
+        if len(shape) != len(first):
+            raise VerifyException(
+                f"expected every input to have rank {len(first)} (input 0's), "
+                f"input {index} has rank {len(shape)}"
+            )
+    _check_dim(axis, len(first), "axis")
+    _check_not_batch_axis(first, axis, "concatenate")
+    for index, shape in enumerate(shapes[1:], 1):
+        for dim, (size, expected) in enumerate(zip(shape, first, strict=True)):
+            if dim != axis and size != expected:
+                raise VerifyException(
+                    f"input {index} has shape {format_shape(shape)}, input 0 "
+                    f"{format_shape(first)}: dimensions other than the axis ({axis}) "
+                    f"must agree, and dimension {dim} does not"
+                )
+    total = sum(shape[axis] for shape in shapes)
+    return (*first[:axis], total, *first[axis + 1 :])
+
+
+def infer_split_shapes(shape: Sequence[int], axis: int, sizes: Sequence[int]) -> list[Shape]:
+    """Result shapes of `graph.split`: ``shape`` with dimension ``axis``
+    (non-negative) replaced by each of ``sizes`` in turn; the sizes are >= 1 and
+    sum to that dimension."""
+    _check_rank(shape, "input")
+    _check_dim(axis, len(shape), "axis")
+    _check_not_batch_axis(shape, axis, "split")
+    if not sizes:
+        raise VerifyException("expected at least 1 size")
+    if min(sizes) < 1:
+        raise VerifyException(f"expected sizes >= 1, got {list(sizes)}")
+    if sum(sizes) != shape[axis]:
+        raise VerifyException(
+            f"expected sizes to sum to {shape[axis]} (dimension {axis} of the input "
+            f"{format_shape(shape)}), got {list(sizes)} summing to {sum(sizes)}"
+        )
+    return [(*shape[:axis], size, *shape[axis + 1 :]) for size in sizes]
+
+
+def infer_reshape_shape(shape: Sequence[int], target: Sequence[int]) -> Shape:
+    """Result shape of `graph.reshape` with the ``target`` entries resolved, as in
+    ONNX Reshape: ``0`` copies the input's size at the same index, ``-1`` (at most
+    one) is inferred from the element count, any other entry is a size >= 1.
+
+    A dynamic batch must be kept: ``target[0]`` is then ``0`` and the element
+    counts agree per sample.
+    """
+    _check_rank(shape, "input")
+    if not target:
+        raise VerifyException("expected a non-empty shape")
+    for index, entry in enumerate(target):
+        if entry < -1:
+            raise VerifyException(
+                f"invalid shape entry {entry} at index {index}: expected a size >= 1, "
+                "0 (copy the input's size) or -1 (inferred)"
+            )
+        if entry == 0 and index >= len(shape):
+            raise VerifyException(
+                f"shape entry 0 at index {index} copies input dimension {index}, "
+                f"but the input has rank {len(shape)}"
+            )
+    if list(target).count(-1) > 1:
+        raise VerifyException(f"expected at most one -1 (inferred) in shape {list(target)}")
+    dynamic = _dynamic_batch(shape)
+    if dynamic and target[0] != 0:
+        raise VerifyException(
+            f"expected shape entry 0 to be 0 (keep the dynamic batch), got {target[0]}: "
+            + _DYNAMIC_BATCH_LATER
+        )
+    resolved = [shape[index] if entry == 0 else entry for index, entry in enumerate(target)]
+    first = 1 if dynamic else 0  # the batch is copied; count the elements of one sample
+    count = math.prod(shape[first:])
+    known = math.prod(size for size in resolved[first:] if size != -1)
+    per = " per sample" if dynamic else ""
+    if -1 in resolved:
+        if count % known:
+            raise VerifyException(
+                f"cannot infer the -1 in shape {list(target)}: the input "
+                f"{format_shape(shape)} has {count} elements{per}, not a multiple of {known}"
+            )
+        resolved[resolved.index(-1)] = count // known
+    elif known != count:
+        raise VerifyException(
+            f"element count mismatch: the input {format_shape(shape)} has {count} "
+            f"elements{per}, shape {list(target)} has {known}"
+        )
+    return tuple(resolved)
+
+
+def infer_flatten_shape(shape: Sequence[int], start_dim: int, end_dim: int) -> Shape:
+    """Result shape of `graph.flatten`: dimensions ``start_dim..end_dim``
+    (non-negative, inclusive) merged into one, as ``torch.flatten``."""
+    _check_rank(shape, "input")
+    _check_dim(start_dim, len(shape), "start_dim")
+    _check_dim(end_dim, len(shape), "end_dim")
+    if start_dim > end_dim:
+        raise VerifyException(f"expected start_dim <= end_dim, got {start_dim} > {end_dim}")
+    if start_dim == 0 < end_dim and _dynamic_batch(shape):
+        raise VerifyException(
+            "cannot flatten the dynamic batch dimension 0 (start_dim 0): " + _DYNAMIC_BATCH_LATER
+        )
+    merged = math.prod(shape[start_dim : end_dim + 1])
+    return (*shape[:start_dim], merged, *shape[end_dim + 1 :])
+
+
+def infer_transpose_shape(shape: Sequence[int], perm: Sequence[int]) -> Shape:
+    """Result shape of `graph.transpose`: ``result[i] = shape[perm[i]]``, as
+    ``torch.permute``; ``perm`` is a permutation of ``0..rank-1``."""
+    _check_rank(shape, "input")
+    if sorted(perm) != list(range(len(shape))):
+        raise VerifyException(
+            f"expected perm to be a permutation of [0, {len(shape)}) (the input's rank), "
+            f"got {list(perm)}"
+        )
+    if _dynamic_batch(shape) and perm[0] != 0:
+        raise VerifyException(
+            f"cannot move the dynamic batch dimension: expected perm[0] = 0, got {perm[0]}"
+        )
+    return tuple(shape[dim] for dim in perm)
+
+
+def _normalized(dim: int, rank: int) -> int:
+    """A PyTorch-style dimension (negative counts from the end) made non-negative;
+    out-of-range values are left for the shape rule to report."""
+    return dim + rank if -rank <= dim < 0 else dim
+
+
+def _rank(value: SSAValue | Operation) -> int:
+    type_ = value_type(value)
+    return len(type_.get_shape()) if isinstance(type_, TensorType) else 0
+
+
+def _int_list_option(parser: Parser) -> Attribute:
+    """``[a, b, ...]``: any number of i64 values."""
+    values = parser.parse_comma_separated_list(parser.Delimiter.SQUARE, lambda: parse_i64(parser))
+    return DenseArrayBase.from_list(i64, values)
+
+
+def _int_option(parser: Parser) -> Attribute:
+    return IntegerAttr(parse_i64(parser), i64)
+
+
+class StructureOp(OptionsFormatOp):
+    """`OptionsFormatOp` whose ``REQUIRED`` options must be written (in any order
+    among the others); a missing one is a located parse error."""
+
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+    traits = traits_def(Pure())
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        start = parser.pos
+        op = super().parse(parser)
+        for name in cls.REQUIRED:
+            if name not in op.properties:
+                parser.raise_error(f"expected '{name}' and its value", start, parser.pos)
+        return op
+
+
+@irdl_op_definition
+class ConcatOp(StructureOp):
+    """Concatenation of N >= 1 tensors along ``axis``, as ``torch.cat``.
+
+    Every input has the same rank and the same sizes on every dimension but
+    ``axis`` (a ``?`` batch agrees only with ``?``); the result's ``axis`` size
+    is the sum of the inputs' (`infer_concat_shape`)::
+
+        y[..., offset_k + i, ...] = inputs[k][..., i, ...]
+        offset_k = sum(inputs[j].shape[axis] for j < k)
+
+        %y = graph.concat %a, %b, %c axis 1 : (tensor<?x16x8x8xf32>,
+            tensor<?x16x8x8xf32>, tensor<?x32x8x8xf32>) -> tensor<?x64x8x8xf32>
+    """
+
+    name = "graph.concat"
+
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+    axis_attr = prop_def(IntegerAttr[I64], prop_name="axis")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {"axis": _int_option}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("axis",)
+
+    def __init__(
+        self,
+        inputs: Sequence[SSAValue | Operation],
+        axis: int,
+        result_type: TensorType | None = None,
+    ):
+        """Concatenate ``inputs`` along ``axis`` (negative counts from the end);
+        without ``result_type`` it is inferred."""
+        axis = _normalized(axis, _rank(inputs[0]) if inputs else 0)
+        if result_type is None:
+            shapes = [check_tensor(value_type(v), f"input {i}") for i, v in enumerate(inputs)]
+            result_type = TensorType(f32, infer_concat_shape(shapes, axis))
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_type],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    @property
+    def axis(self) -> int:
+        """The concatenation dimension, non-negative."""
+        return self.axis_attr.value.data
+
+    def verify_(self) -> None:
+        shapes = [check_tensor(v.type, f"input {i}") for i, v in enumerate(self.inputs)]
+        check_result(self.result, TensorType(f32, infer_concat_shape(shapes, self.axis)))
+
+
+@irdl_op_definition
+class SplitOp(StructureOp):
+    """Split of ``input`` along ``axis`` into pieces of ``sizes``, as
+    ``torch.split(x, sizes, axis)``; YOLO's ``chunk(2, 1)`` is ``sizes [c/2, c/2]``.
+
+    Result ``k`` is ``input[..., offset_k : offset_k + sizes[k], ...]`` on
+    ``axis``, with ``offset_k = sum(sizes[:k])``; the sizes are >= 1 and sum to
+    the input's ``axis`` size (`infer_split_shapes`).
+
+        %a, %b = graph.split %x axis 1 sizes [16, 16]
+            : (tensor<?x32x8x8xf32>) -> (tensor<?x16x8x8xf32>, tensor<?x16x8x8xf32>)
+    """
+
+    name = "graph.split"
+
+    input = operand_def(TensorType)
+    outputs = var_result_def(TensorType)
+    axis_attr = prop_def(IntegerAttr[I64], prop_name="axis")
+    sizes_attr = prop_def(DenseArrayBase[I64], prop_name="sizes")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "axis": _int_option,
+        "sizes": _int_list_option,
+    }
+    REQUIRED: ClassVar[tuple[str, ...]] = ("axis", "sizes")
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        sizes: Sequence[int],
+        axis: int,
+        result_types: Sequence[TensorType] | None = None,
+    ):
+        """Split ``input`` into ``sizes`` along ``axis`` (negative counts from the
+        end); without ``result_types`` they are inferred."""
+        axis = _normalized(axis, _rank(input))
+        if result_types is None:
+            shape = check_tensor(value_type(input), "input")
+            result_types = [TensorType(f32, s) for s in infer_split_shapes(shape, axis, sizes)]
+        super().__init__(
+            operands=[input],
+            result_types=[result_types],
+            properties={
+                "axis": IntegerAttr(axis, i64),
+                "sizes": DenseArrayBase.from_list(i64, sizes),
+            },
+        )
+
+    @property
+    def axis(self) -> int:
+        """The split dimension, non-negative."""
+        return self.axis_attr.value.data
+
+    @property
+    def sizes(self) -> Shape:
+        """The size of each piece along ``axis``, in result order."""
+        return self.sizes_attr.get_values()
+
+    def verify_(self) -> None:
+        shapes = infer_split_shapes(check_tensor(self.input.type, "input"), self.axis, self.sizes)
+        if len(self.outputs) != len(shapes):
+            raise VerifyException(
+                f"expected {len(shapes)} results (one per size), got {len(self.outputs)}"
+            )
+        for output, shape in zip(self.outputs, shapes, strict=True):
+            check_result(output, TensorType(f32, shape))
+
+
+@irdl_op_definition
+class ReshapeOp(StructureOp):
+    """The elements of ``input`` in row-major order, viewed with a new shape, as
+    ``torch.reshape``.
+
+    ``shape`` follows ONNX Reshape: ``0`` copies the input's size at the same
+    index, ``-1`` (at most one) is inferred, any other entry is a size >= 1; the
+    result type is the resolved shape (`infer_reshape_shape`). A dynamic batch
+    stays dimension 0 and must be written ``0``; the element counts then agree
+    per sample. ``torch.reshape(x, (x.shape[0], -1))`` is ``shape [0, -1]``.
+
+        %y = graph.reshape %x shape [0, -1] : (tensor<?x16x5x5xf32>) -> tensor<?x400xf32>
+    """
+
+    name = "graph.reshape"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    shape_attr = prop_def(DenseArrayBase[I64], prop_name="shape")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {"shape": _int_list_option}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("shape",)
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        shape: Sequence[int],
+        result_type: TensorType | None = None,
+    ):
+        """Reshape ``input`` to ``shape`` (kept as written); without
+        ``result_type`` the resolved shape is inferred."""
+        if result_type is None:
+            resolved = infer_reshape_shape(check_tensor(value_type(input), "input"), shape)
+            result_type = TensorType(f32, resolved)
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"shape": DenseArrayBase.from_list(i64, shape)},
+        )
+
+    @property
+    def shape(self) -> Shape:
+        """The target shape as written (``0``: copy, ``-1``: inferred)."""
+        return self.shape_attr.get_values()
+
+    def verify_(self) -> None:
+        resolved = infer_reshape_shape(check_tensor(self.input.type, "input"), self.shape)
+        check_result(self.result, TensorType(f32, resolved))
+
+
+@irdl_op_definition
+class FlattenOp(StructureOp):
+    """``torch.flatten(x, start_dim, end_dim)``: dimensions ``start_dim`` to
+    ``end_dim`` (inclusive) merged into one of their product size
+    (`infer_flatten_shape`); the data is unchanged (row-major).
+
+    Optional properties: ``start_dim`` (default 1) and ``end_dim`` (absent: the
+    last dimension), both non-negative. A dynamic batch cannot be flattened.
+
+        %y = graph.flatten %x : (tensor<?x16x5x5xf32>) -> tensor<?x400xf32>
+        %z = graph.flatten %x start_dim 2 end_dim 3 : (tensor<?x16x5x5xf32>)
+            -> tensor<?x16x25xf32>
+    """
+
+    name = "graph.flatten"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    start_dim_attr = opt_prop_def(IntegerAttr[I64], IntegerAttr(1, i64), prop_name="start_dim")
+    end_dim_attr = opt_prop_def(IntegerAttr[I64], prop_name="end_dim")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "start_dim": _int_option,
+        "end_dim": _int_option,
+    }
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        start_dim: int = 1,
+        end_dim: int = -1,
+        result_type: TensorType | None = None,
+    ):
+        """Flatten ``input`` like ``torch.flatten`` (negative dims count from the
+        end); defaults are left absent, and without ``result_type`` it is inferred."""
+        rank = _rank(input)
+        start_dim, end_dim = _normalized(start_dim, rank), _normalized(end_dim, rank)
+        if result_type is None:
+            shape = check_tensor(value_type(input), "input")
+            result_type = TensorType(f32, infer_flatten_shape(shape, start_dim, end_dim))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={
+                "start_dim": None if start_dim == 1 else IntegerAttr(start_dim, i64),
+                "end_dim": None if end_dim == rank - 1 else IntegerAttr(end_dim, i64),
+            },
+        )
+
+    @property
+    def start_dim(self) -> int:
+        """First flattened dimension, non-negative."""
+        return self.start_dim_attr.value.data
+
+    @property
+    def end_dim(self) -> int:
+        """Last flattened dimension (inclusive), non-negative."""
+        if self.end_dim_attr is not None:
+            return self.end_dim_attr.value.data
+        return _rank(self.input) - 1
+
+    def verify_(self) -> None:
+        shape = check_tensor(self.input.type, "input")
+        result = infer_flatten_shape(shape, self.start_dim, self.end_dim)
+        check_result(self.result, TensorType(f32, result))
+
+
+@irdl_op_definition
+class TransposeOp(StructureOp):
+    """A permutation of the dimensions, as ``torch.permute(x, perm)``: result
+    dimension ``k`` is input dimension ``perm[k]``, so ``y.shape[k] =
+    x.shape[perm[k]]`` (`infer_transpose_shape`) and ``y[i_0, ..., i_{r-1}] =
+    x[j]`` with ``j[perm[k]] = i_k``. A dynamic batch stays in place
+    (``perm[0] = 0``); a static dimension 0 may move.
+
+        %y = graph.transpose %x perm [0, 2, 3, 1] : (tensor<?x16x8x4xf32>)
+            -> tensor<?x8x4x16xf32>
+    """
+
+    name = "graph.transpose"
+
+    input = operand_def(TensorType)
+    result = result_def(TensorType)
+    perm_attr = prop_def(DenseArrayBase[I64], prop_name="perm")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {"perm": _int_list_option}
+    REQUIRED: ClassVar[tuple[str, ...]] = ("perm",)
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        perm: Sequence[int],
+        result_type: TensorType | None = None,
+    ):
+        """Permute ``input``'s dimensions (negative entries count from the end);
+        without ``result_type`` it is inferred."""
+        rank = _rank(input)
+        perm = [_normalized(dim, rank) for dim in perm]
+        if result_type is None:
+            shape = check_tensor(value_type(input), "input")
+            result_type = TensorType(f32, infer_transpose_shape(shape, perm))
+        super().__init__(
+            operands=[input],
+            result_types=[result_type],
+            properties={"perm": DenseArrayBase.from_list(i64, perm)},
+        )
+
+    @property
+    def perm(self) -> Shape:
+        """Result dimension ``k`` is input dimension ``perm[k]``."""
+        return self.perm_attr.get_values()
+
+    def verify_(self) -> None:
+        shape = check_tensor(self.input.type, "input")
+        check_result(self.result, TensorType(f32, infer_transpose_shape(shape, self.perm)))
