@@ -253,7 +253,7 @@ MESSAGES = [
     ),
     (
         op_text("max_pool2d", X8, " strides [2, 2]", R4),
-        "property 'kernel' expected in operation 'graph.max_pool2d'",
+        "expected the 'kernel' option of graph.max_pool2d",
     ),
     (op_text("max_pool2d", X8, " kernel [2, 2, 2]", R4), "expected 2 values for kernel, got 3"),
     (
@@ -332,7 +332,7 @@ MESSAGES = [
     ),
     (
         op_text("upsample_nearest2d", X8, "", R4),
-        "property 'scales' expected in operation 'graph.upsample_nearest2d'",
+        "expected the 'scales' option of graph.upsample_nearest2d",
     ),
     (op_text("upsample_nearest2d", X8, " scales [2]", R4), "expected 2 values for scales, got 1"),
     (

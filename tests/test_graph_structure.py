@@ -137,10 +137,10 @@ def test_options_print_in_a_fixed_order() -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (f"%y = graph.concat %x : ({X}) -> {X}", "expected 'axis' and its value"),
-        (f"%y = graph.split %x axis 1 : ({X}) -> {X}", "expected 'sizes' and its value"),
-        (f"%y = graph.reshape %x : ({X}) -> {X}", "expected 'shape' and its value"),
-        (f"%y = graph.transpose %x : ({X}) -> {X}", "expected 'perm' and its value"),
+        (f"%y = graph.concat %x : ({X}) -> {X}", "expected the 'axis' option of graph.concat"),
+        (f"%y = graph.split %x axis 1 : ({X}) -> {X}", "expected the 'sizes' option of graph.split"),
+        (f"%y = graph.reshape %x : ({X}) -> {X}", "expected the 'shape' option of graph.reshape"),
+        (f"%y = graph.transpose %x : ({X}) -> {X}", "expected the 'perm' option of graph.transpose"),
         (f"%y = graph.concat %x axis 1 axis 1 : ({X}) -> {X}", "'axis' is given more than once"),
     ],
 )

@@ -190,18 +190,24 @@ class OptionsFormatOp(IRDLOperation):
         %r = graph.op %a, %b (keyword value)* attr-dict : (type, type) -> type
 
     ``OPTIONS`` maps each property keyword to its value parser; present
-    properties print in that order. Operand and result counts are left to the
-    verifier, as in the generic form.
+    properties print in that order. ``REQUIRED`` options must be written (a
+    missing one is a located parse error, not a verifier failure). Operand and
+    result counts are left to the verifier, as in the generic form.
     """
 
     OPTIONS: ClassVar[Mapping[str, OptionParser]] = {}
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def parse(cls, parser: Parser) -> Self:
+        start = parser.pos
         operands = parser.parse_comma_separated_list(
             parser.Delimiter.NONE, parser.parse_unresolved_operand
         )
         properties = parse_options(parser, cls.OPTIONS)
+        for name in cls.REQUIRED:
+            if name not in properties:
+                parser.raise_error(f"expected the '{name}' option of {cls.name}", start, parser.pos)
         attributes = parse_attr_dict(parser, cls.OPTIONS)
         parser.parse_punctuation(":")
         start = parser.pos

@@ -152,6 +152,7 @@ class Pool2dOptionsOp(OptionsFormatOp):
         **_WINDOW_OPTIONS,
         "ceil_mode": lambda parser: UnitAttr(),
     }
+    REQUIRED: ClassVar[tuple[str, ...]] = ("kernel",)
 
     @property
     def kernel(self) -> Shape:
@@ -415,6 +416,7 @@ class UpsampleNearest2dOp(OptionsFormatOp):
     OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
         "scales": int_array_option("scales", 2),
     }
+    REQUIRED: ClassVar[tuple[str, ...]] = ("scales",)
 
     def __init__(
         self,

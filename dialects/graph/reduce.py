@@ -8,7 +8,7 @@ Axes are stored non-negative; the builders also take PyTorch's negative axes
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -115,23 +115,7 @@ def _parse_axes(parser: Parser) -> Attribute:
     return DenseArrayBase.from_list(i64, values)
 
 
-class RequiredOptionsFormatOp(OptionsFormatOp):
-    """`OptionsFormatOp` whose ``REQUIRED`` options must be written: a missing one
-    is a located parse error rather than a verifier failure."""
-
-    REQUIRED: ClassVar[tuple[str, ...]] = ()
-
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        start = parser.pos
-        op = super().parse(parser)
-        for name in cls.REQUIRED:
-            if name not in op.properties:
-                parser.raise_error(f"expected the '{name}' option of {cls.name}", start, parser.pos)
-        return op
-
-
-class SoftmaxFamilyOp(RequiredOptionsFormatOp):
+class SoftmaxFamilyOp(OptionsFormatOp):
     """Shared definition of softmax and log-softmax: one f32 tensor in, one of the
     same type out, normalised along the required property ``axis``::
 
@@ -256,7 +240,7 @@ class CrossEntropyOp(OptionsFormatOp):
         check_result(self.result, TensorType(f32, shape))
 
 
-class ReductionOp(RequiredOptionsFormatOp):
+class ReductionOp(OptionsFormatOp):
     """Shared definition of the reductions: one f32 tensor in, reduced over the
     required property ``axes`` (non-empty, unique, each in ``[0, rank)``); the
     unit property ``keepdims`` keeps each reduced axis as size 1. The result

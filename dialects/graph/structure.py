@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -217,21 +217,9 @@ def _int_option(parser: Parser) -> Attribute:
 
 
 class StructureOp(OptionsFormatOp):
-    """`OptionsFormatOp` whose ``REQUIRED`` options must be written (in any order
-    among the others); a missing one is a located parse error."""
-
-    REQUIRED: ClassVar[tuple[str, ...]] = ()
+    """The shared base of the structural ops (pure data movement)."""
 
     traits = traits_def(Pure())
-
-    @classmethod
-    def parse(cls, parser: Parser) -> Self:
-        start = parser.pos
-        op = super().parse(parser)
-        for name in cls.REQUIRED:
-            if name not in op.properties:
-                parser.raise_error(f"expected '{name}' and its value", start, parser.pos)
-        return op
 
 
 @irdl_op_definition

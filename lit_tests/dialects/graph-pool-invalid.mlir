@@ -25,7 +25,7 @@ func.func @pool_input_dtype(%x: tensor<?x16x8x8xf16>) {
 // -----
 
 func.func @pool_missing_kernel(%x: tensor<?x16x8x8xf32>) {
-  // expected-error@+1 {{property 'kernel' expected in operation 'graph.max_pool2d'}}
+  // expected-error@+1 {{expected the 'kernel' option of graph.max_pool2d}}
   %y = graph.max_pool2d %x strides [2, 2] : (tensor<?x16x8x8xf32>) -> tensor<?x16x4x4xf32>
   func.return
 }
@@ -253,7 +253,7 @@ func.func @upsample_rank(%x: tensor<?x16x8xf32>) {
 // -----
 
 func.func @upsample_missing_scales(%x: tensor<?x16x4x4xf32>) {
-  // expected-error@+1 {{property 'scales' expected in operation 'graph.upsample_nearest2d'}}
+  // expected-error@+1 {{expected the 'scales' option of graph.upsample_nearest2d}}
   %y = graph.upsample_nearest2d %x : (tensor<?x16x4x4xf32>) -> tensor<?x16x8x8xf32>
   func.return
 }

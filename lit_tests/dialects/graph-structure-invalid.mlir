@@ -81,7 +81,7 @@ func.func @concat_result_type(%a: tensor<?x16x8x8xf32>) {
 // -----
 
 func.func @concat_missing_axis(%a: tensor<?x16x8x8xf32>) {
-  // expected-error@+1 {{expected 'axis' and its value}}
+  // expected-error@+1 {{expected the 'axis' option of graph.concat}}
   %y = graph.concat %a : (tensor<?x16x8x8xf32>) -> tensor<?x16x8x8xf32>
   func.return
 }
@@ -153,7 +153,7 @@ func.func @split_dynamic_batch_axis(%x: tensor<?x32x8x8xf32>) {
 // -----
 
 func.func @split_missing_sizes(%x: tensor<?x32x8x8xf32>) {
-  // expected-error@+1 {{expected 'sizes' and its value}}
+  // expected-error@+1 {{expected the 'sizes' option of graph.split}}
   %a = graph.split %x axis 1 : (tensor<?x32x8x8xf32>) -> tensor<?x32x8x8xf32>
   func.return
 }
@@ -241,7 +241,7 @@ func.func @reshape_result_type(%x: tensor<?x16x5x5xf32>) {
 // -----
 
 func.func @reshape_missing_shape(%x: tensor<?x16x5x5xf32>) {
-  // expected-error@+1 {{expected 'shape' and its value}}
+  // expected-error@+1 {{expected the 'shape' option of graph.reshape}}
   %y = graph.reshape %x : (tensor<?x16x5x5xf32>) -> tensor<?x400xf32>
   func.return
 }
@@ -337,7 +337,7 @@ func.func @transpose_dynamic_elsewhere(%x: tensor<4x?xf32>) {
 // -----
 
 func.func @transpose_missing_perm(%x: tensor<?x16x8x4xf32>) {
-  // expected-error@+1 {{expected 'perm' and its value}}
+  // expected-error@+1 {{expected the 'perm' option of graph.transpose}}
   %y = graph.transpose %x : (tensor<?x16x8x4xf32>) -> tensor<?x16x8x4xf32>
   func.return
 }
