@@ -316,13 +316,40 @@ def test_package_re_exports_the_public_names() -> None:
     # Exactly the op set of the issues: YOLOv8 and LeNet's vocabulary plus the fused conv.
     assert {op.name for op in Graph.operations} == {
         f"graph.{name}"
-        for name in (
-            "param constant conv2d fused_conv2d batch_norm linear matmul bias_add "
-            "silu relu sigmoid tanh gelu leaky_relu add sub mul div "
-            "max_pool2d avg_pool2d global_avg_pool2d upsample_nearest2d "
-            "concat split reshape flatten transpose "
-            "softmax log_softmax cross_entropy reduce_sum reduce_mean"
-        ).split()
+        for name in [
+            "param",
+            "constant",
+            "conv2d",
+            "fused_conv2d",
+            "batch_norm",
+            "linear",
+            "matmul",
+            "bias_add",
+            "silu",
+            "relu",
+            "sigmoid",
+            "tanh",
+            "gelu",
+            "leaky_relu",
+            "add",
+            "sub",
+            "mul",
+            "div",
+            "max_pool2d",
+            "avg_pool2d",
+            "global_avg_pool2d",
+            "upsample_nearest2d",
+            "concat",
+            "split",
+            "reshape",
+            "flatten",
+            "transpose",
+            "softmax",
+            "log_softmax",
+            "cross_entropy",
+            "reduce_sum",
+            "reduce_mean",
+        ]
     }
 
 
