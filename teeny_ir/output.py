@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
-from typing import TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 class OutputError(Exception):
@@ -36,6 +41,15 @@ def write_text(path: str, text: str, stdout: TextIO) -> None:
         stdout.write(text)
         stdout.flush()
         return
+    write_bytes(path, text.encode("utf-8"), stdout)
+
+
+def write_bytes(path: str, data: bytes, stdout: TextIO) -> None:
+    """Write ``data`` to ``path`` ('-' is ``stdout``'s binary buffer)."""
+    if path == "-":
+        stdout.flush()
+        getattr(stdout, "buffer", sys.stdout.buffer).write(data)
+        return
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -46,23 +60,56 @@ def write_text(path: str, text: str, stdout: TextIO) -> None:
         if mode is not None and not stat.S_ISREG(mode):
             if stat.S_ISDIR(mode):
                 raise OutputError(f"cannot write '{path}': it is a directory")
-            with open(path, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            with open(path, "wb") as handle:
+                handle.write(data)
             return
-        _replace_atomically(path, text, mode)
+        _replace_atomically(path, data, mode)
     except OSError as err:
         raise OutputError(f"cannot write '{path}': {err.strerror or err}") from None
 
 
-def _replace_atomically(path: str, text: str, mode: int | None) -> None:
+def read_npy(path: str) -> np.ndarray:
+    """One array from a ``.npy`` file (never unpickled)."""
+    import numpy as np
+
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as err:
+        reason = getattr(err, "strerror", None) or err
+        raise OutputError(f"cannot read input '{path}': {reason}") from None
+    if not isinstance(array, np.ndarray):
+        array.close()
+        raise OutputError(f"input '{path}' is an .npz archive; give one .npy array per --input")
+    return array
+
+
+def write_npz(path: str, outputs: Sequence[np.ndarray], stdout: TextIO) -> None:
+    """Write ``output_0 ... output_{N-1}`` as an ``.npz`` ('-' is stdout)."""
+    import io
+
+    import numpy as np
+
+    buffer = io.BytesIO()
+    arrays: dict[str, Any] = {f"output_{i}": array for i, array in enumerate(outputs)}
+    np.savez(buffer, **arrays)
+    write_bytes(path, buffer.getvalue(), stdout)
+
+
+def _replace_atomically(path: str, data: bytes, mode: int | None) -> None:
     folder = os.path.dirname(os.path.abspath(path))
     fd, temp = tempfile.mkstemp(prefix=".teeny-", suffix=".tmp", dir=folder)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        if mode is not None:
-            os.chmod(temp, stat.S_IMODE(mode))
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        # A new file gets the usual 0666 & ~umask, not mkstemp's 0600.
+        os.chmod(temp, _default_mode() if mode is None else stat.S_IMODE(mode))
         os.replace(temp, path)
     except BaseException:
         os.unlink(temp)
         raise
+
+
+def _default_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask

@@ -12,19 +12,15 @@ interpreter worker failed (the error ends with the worker's last stderr lines).
 from __future__ import annotations
 
 import argparse
-import io
-import os
-import stat
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, NoReturn, TextIO
 
-from teeny_ir.output import OutputError, check_not_input
+from teeny_ir.output import OutputError, check_not_input, read_npy, write_npz
 
 if TYPE_CHECKING:
-    import numpy as np
+    pass
 
 PROG = "teeny-run"
 
@@ -90,12 +86,12 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         executable = runtime.load(args.directory)
         timings["load plan"] = time.perf_counter() - start
         start = time.perf_counter()
-        inputs = [_read_array(path) for path in args.input]
+        inputs = [read_npy(path) for path in args.input]
         weights = runtime.read_weights(args.weights)
         timings["read inputs and weights"] = time.perf_counter() - start
         outputs = executable.run(inputs, weights, args.backend, timings)
         start = time.perf_counter()
-        _write_npz(args.output, outputs, stdout)
+        write_npz(args.output, outputs, stdout)
         timings["write output"] = time.perf_counter() - start
     except (OutputError, runtime.PlanError, runtime.RuntimeInputError) as err:
         stderr.write(f"{PROG}: error: {err}\n")
@@ -108,60 +104,6 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         for stage, seconds in timings.items():
             stderr.write(f"{PROG}: {stage:<{width}}  {seconds * 1000:10.1f} ms\n")
     return 0
-
-
-def _read_array(path: str) -> np.ndarray:
-    import numpy as np
-
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as err:
-        reason = getattr(err, "strerror", None) or err
-        raise OutputError(f"cannot read input '{path}': {reason}") from None
-    if not isinstance(array, np.ndarray):
-        array.close()
-        raise OutputError(f"input '{path}' is an .npz archive; give one .npy array per --input")
-    return array
-
-
-def _write_npz(path: str, outputs: Sequence[np.ndarray], stdout: TextIO) -> None:
-    """Write ``output_i`` arrays; a regular file is replaced atomically."""
-    import numpy as np
-
-    buffer = io.BytesIO()
-    arrays: dict[str, Any] = {f"output_{i}": array for i, array in enumerate(outputs)}
-    np.savez(buffer, **arrays)
-    data = buffer.getvalue()
-    if path == "-":
-        stdout.flush()
-        getattr(stdout, "buffer", sys.stdout.buffer).write(data)
-        return
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    except OSError as err:
-        raise OutputError(f"cannot write '{path}': {err.strerror or err}") from None
-    try:
-        if mode is not None and stat.S_ISDIR(mode):
-            raise OutputError(f"cannot write '{path}': it is a directory")
-        if mode is not None and not stat.S_ISREG(mode):
-            with open(path, "wb") as handle:
-                handle.write(data)
-            return
-        fd, temp = tempfile.mkstemp(
-            prefix=".teeny-", suffix=".tmp", dir=os.path.dirname(os.path.abspath(path))
-        )
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.chmod(temp, 0o644 if mode is None else stat.S_IMODE(mode))
-            os.replace(temp, path)
-        except BaseException:
-            os.unlink(temp)
-            raise
-    except OSError as err:
-        raise OutputError(f"cannot write '{path}': {err.strerror or err}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -122,3 +122,15 @@ def test_verifier_error_has_see_current_operation_note_except_under_verify_diagn
     checked = run_opt(["-", "--verify-diagnostics"], annotated)
     assert checked.code == 0, checked.stderr
     assert checked.stderr == ""
+
+
+def test_new_output_file_gets_the_usual_mode(tmp_path: Path) -> None:
+    source = tmp_path / "in.mlir"
+    source.write_text(SMALL)
+    out = tmp_path / "new.mlir"
+    umask = os.umask(0o022)
+    try:
+        assert run_opt([str(source), "-o", str(out)]).code == 0
+    finally:
+        os.umask(umask)
+    assert (out.stat().st_mode & 0o777) == 0o644  # not mkstemp's 0600
