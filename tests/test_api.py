@@ -106,13 +106,15 @@ def test_non_ascii_strings_round_trip_through_generic_form() -> None:
     assert param.properties["param_name"].data == "café.wéight"  # type: ignore[attr-defined]
 
 
-def test_readme_python_example_runs(capsys: pytest.CaptureFixture[str]) -> None:
+def test_readme_python_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     import re
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-    (example,) = re.findall(r"```python\n(.*?)```", readme, re.S)
-    exec(compile(example, "README.md", "exec"), {})
+    api, builder = re.findall(r"```python\n(.*?)```", readme, re.S)
+    exec(compile(api, "README.md", "exec"), {})
     out = capsys.readouterr().out
     assert out.count("graph.silu") == 1  # cse merged the duplicate
     assert "error: operand expected" in out
+    exec(compile(builder, "README.md", "exec"), {})
+    assert capsys.readouterr().out == "(2, 8, 4, 4)\n"
