@@ -14,16 +14,13 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn, TextIO
+from typing import TextIO
 
+from teeny_ir.cli import ArgumentParser, UsageError
 from teeny_ir.diagnostics import Diagnostic, DiagnosticError, SourceFile, engine_of
 from teeny_ir.output import OutputError, check_not_input, write_text
 
 PROG = "teeny-opt"
-
-
-class _UsageError(Exception):
-    pass
 
 
 class _StoreOnce(argparse.Action):
@@ -37,23 +34,8 @@ class _StoreOnce(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         if getattr(namespace, self.dest) is not None:
-            raise _UsageError(f"{option_string} may only occur once")
+            raise UsageError(f"{option_string} may only occur once")
         setattr(namespace, self.dest, values)
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    """argparse that reports usage errors as exit 1 and writes to our streams."""
-
-    def __init__(self, stdout: TextIO, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._stdout = stdout
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-    def _print_message(self, message: str, file: object = None) -> None:
-        if message:
-            self._stdout.write(message)
 
 
 def _bool_value(text: str) -> bool:
@@ -65,8 +47,8 @@ def _bool_value(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
 
 
-def _make_parser(stdout: TextIO, with_pass_list: bool) -> _ArgumentParser:
-    parser = _ArgumentParser(
+def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
+    parser = ArgumentParser(
         stdout,
         prog=PROG,
         description="Parse teeny_ir IR, run a pass pipeline on it and print the result.",
@@ -163,7 +145,7 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
     parser = _make_parser(stdout, with_pass_list="-h" in argv or "--help" in argv)
     try:
         args = parser.parse_args(argv)
-    except _UsageError as err:
+    except UsageError as err:
         stderr.write(f"{PROG}: error: {err}\n")
         return 1
     except SystemExit as exit_:  # --help

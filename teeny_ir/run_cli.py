@@ -11,41 +11,19 @@ interpreter worker failed (the error ends with the worker's last stderr lines).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn, TextIO
+from typing import TextIO
 
+from teeny_ir.cli import ArgumentParser, UsageError
 from teeny_ir.output import OutputError, check_not_input, read_npy, write_npz
-
-if TYPE_CHECKING:
-    pass
 
 PROG = "teeny-run"
 
 
-class _UsageError(Exception):
-    pass
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    """argparse that reports usage errors as exit 1 on our streams."""
-
-    def __init__(self, stdout: TextIO, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._stdout = stdout
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-    def _print_message(self, message: str, file: object = None) -> None:
-        if message:
-            self._stdout.write(message)
-
-
-def _make_parser(stdout: TextIO) -> _ArgumentParser:
-    parser = _ArgumentParser(
+def _make_parser(stdout: TextIO) -> ArgumentParser:
+    parser = ArgumentParser(
         stdout,
         prog=PROG,
         description="Run a launch plan written by emit-triton{out-dir=DIR}.",
@@ -71,7 +49,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
 
     try:
         args = _make_parser(stdout).parse_args(list(argv))
-    except _UsageError as err:
+    except UsageError as err:
         stderr.write(f"{PROG}: error: {err}\n")
         return 1
     except SystemExit as exit_:  # --help

@@ -1,0 +1,27 @@
+"""What teeny_ir's command-line tools share: argparse that reports a usage error
+as exit 1 (not argparse's 2, which means an internal error here) and writes
+help to the stream it is given (so the tools also run in-process)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn, TextIO
+
+
+class UsageError(Exception):
+    """A command line argparse could not make sense of."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises `UsageError` and prints help on ``stdout``."""
+
+    def __init__(self, stdout: TextIO, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._stdout = stdout
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        if message:
+            self._stdout.write(message)
