@@ -120,13 +120,28 @@ def _pass_listing() -> str:
         lines.append(f"  {name:<24} {entry.summary()}")
         lines.append(f"  {'':<24} anchors: {', '.join(entry.anchors())}")
         for info in options_of(entry.load()):
-            default = "" if info.default is None else f" (default: {info.default})"
-            lines.append(f"  {'':<24}   {info.name}={info.type_text()}{default}")
+            lines.append(
+                f"  {'':<24}   {info.name}={info.type_text()}{_default_text(info.default)}"
+            )
     lines.append("named pipelines:")
     for named in pipelines.PIPELINES.values():
         lines.append(f"  {named.name:<24} {named.summary}")
         lines.append(f"  {'':<24} = {named.text}")
     return "\n".join(lines) + "\n"
+
+
+def _default_text(default: object) -> str:
+    """How an option's default reads in the pass listing."""
+    if default is None:
+        return ""
+    if isinstance(default, bool):
+        return f" (default: {str(default).lower()})"
+    if isinstance(default, tuple):
+        items = ",".join(str(v) for v in default)
+        return f" (default: {items or 'none'})"
+    if default == "":
+        return ' (default: "")'
+    return f" (default: {default})"
 
 
 @dataclass
