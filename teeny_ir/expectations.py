@@ -171,9 +171,11 @@ def parse_expectations(
             except ValueError as err:
                 error(lineno, column, kind, str(err))
                 continue
+        # No designator: the annotation's own line (set above).
         if designator is None:
-            pass
-        elif designator[0] in "+-":
+            expectations.append(expectation)
+            continue
+        if designator[0] in "+-":
             target = lineno + int(designator)
             if target < 1:
                 error(lineno, column, kind, f"designator '@{designator}' points before line 1")
