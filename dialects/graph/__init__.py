@@ -70,7 +70,12 @@ from dialects.graph.shapes import (
     DEFAULT_STRIDES,
     Shape,
     broadcast_shapes,
+    infer_concat_shape,
     infer_conv2d_shape,
+    infer_flatten_shape,
+    infer_reshape_shape,
+    infer_split_shapes,
+    infer_transpose_shape,
     is_gemm_conv,
 )
 from dialects.graph.structure import (
@@ -79,11 +84,6 @@ from dialects.graph.structure import (
     ReshapeOp,
     SplitOp,
     TransposeOp,
-    infer_concat_shape,
-    infer_flatten_shape,
-    infer_reshape_shape,
-    infer_split_shapes,
-    infer_transpose_shape,
 )
 
 __all__ = [

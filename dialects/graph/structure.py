@@ -11,12 +11,10 @@ negative axes, as PyTorch does, and normalise them.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
     I64,
     DenseArrayBase,
     IntegerAttr,
@@ -39,160 +37,19 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.graph.format import OptionParser, OptionsFormatOp, parse_i64, value_type
-from dialects.graph.shapes import Shape, check_result, check_tensor, format_shape
+from dialects.graph.shapes import (
+    Shape,
+    check_result,
+    check_tensor,
+    infer_concat_shape,
+    infer_flatten_shape,
+    infer_reshape_shape,
+    infer_split_shapes,
+    infer_transpose_shape,
+)
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser
-
-_DYNAMIC_BATCH_LATER = "folding the batch into another dimension is not supported yet"
-
-
-def _check_rank(shape: Sequence[int], what: str) -> None:
-    if not shape:
-        raise VerifyException(f"expected {what} of rank >= 1, got rank 0")
-
-
-def _check_dim(dim: int, rank: int, what: str) -> None:
-    if not 0 <= dim < rank:
-        raise VerifyException(f"expected {what} in [0, {rank}), got {dim}")
-
-
-def _dynamic_batch(shape: Sequence[int]) -> bool:
-    return bool(shape) and shape[0] == DYNAMIC_INDEX
-
-
-def _check_not_batch_axis(shape: Sequence[int], axis: int, verb: str) -> None:
-    if axis == 0 and _dynamic_batch(shape):
-        raise VerifyException(f"cannot {verb} along the dynamic batch dimension 0")
-
-
-def infer_concat_shape(shapes: Sequence[Sequence[int]], axis: int) -> Shape:
-    """Result shape of `graph.concat`: the inputs' common shape with the ``axis``
-    sizes summed. ``axis`` is non-negative; every other dimension must agree
-    exactly (a ``?`` batch only with ``?``)."""
-    if not shapes:
-        raise VerifyException("expected at least 1 input")
-    first = shapes[0]
-    _check_rank(first, "input 0")
-    for index, shape in enumerate(shapes[1:], 1):
-        if len(shape) != len(first):
-            raise VerifyException(
-                f"expected every input to have rank {len(first)} (input 0's), "
-                f"input {index} has rank {len(shape)}"
-            )
-    _check_dim(axis, len(first), "axis")
-    _check_not_batch_axis(first, axis, "concatenate")
-    for index, shape in enumerate(shapes[1:], 1):
-        for dim, (size, expected) in enumerate(zip(shape, first, strict=True)):
-            if dim != axis and size != expected:
-                raise VerifyException(
-                    f"input {index} has shape {format_shape(shape)}, input 0 "
-                    f"{format_shape(first)}: dimensions other than the axis ({axis}) "
-                    f"must agree, and dimension {dim} does not"
-                )
-    total = sum(shape[axis] for shape in shapes)
-    return (*first[:axis], total, *first[axis + 1 :])
-
-
-def infer_split_shapes(shape: Sequence[int], axis: int, sizes: Sequence[int]) -> list[Shape]:
-    """Result shapes of `graph.split`: ``shape`` with dimension ``axis``
-    (non-negative) replaced by each of ``sizes`` in turn; the sizes are >= 1 and
-    sum to that dimension."""
-    _check_rank(shape, "input")
-    _check_dim(axis, len(shape), "axis")
-    _check_not_batch_axis(shape, axis, "split")
-    if not sizes:
-        raise VerifyException("expected at least 1 size")
-    if min(sizes) < 1:
-        raise VerifyException(f"expected sizes >= 1, got {list(sizes)}")
-    if sum(sizes) != shape[axis]:
-        raise VerifyException(
-            f"expected sizes to sum to {shape[axis]} (dimension {axis} of the input "
-            f"{format_shape(shape)}), got {list(sizes)} summing to {sum(sizes)}"
-        )
-    return [(*shape[:axis], size, *shape[axis + 1 :]) for size in sizes]
-
-
-def infer_reshape_shape(shape: Sequence[int], target: Sequence[int]) -> Shape:
-    """Result shape of `graph.reshape` with the ``target`` entries resolved, as in
-    ONNX Reshape: ``0`` copies the input's size at the same index, ``-1`` (at most
-    one) is inferred from the element count, any other entry is a size >= 1.
-
-    A dynamic batch must be kept: ``target[0]`` is then ``0`` and the element
-    counts agree per sample.
-    """
-    _check_rank(shape, "input")
-    if not target:
-        raise VerifyException("expected a non-empty shape")
-    for index, entry in enumerate(target):
-        if entry < -1:
-            raise VerifyException(
-                f"invalid shape entry {entry} at index {index}: expected a size >= 1, "
-                "0 (copy the input's size) or -1 (inferred)"
-            )
-        if entry == 0 and index >= len(shape):
-            raise VerifyException(
-                f"shape entry 0 at index {index} copies input dimension {index}, "
-                f"but the input has rank {len(shape)}"
-            )
-    if list(target).count(-1) > 1:
-        raise VerifyException(f"expected at most one -1 (inferred) in shape {list(target)}")
-    dynamic = _dynamic_batch(shape)
-    if dynamic and target[0] != 0:
-        raise VerifyException(
-            f"expected shape entry 0 to be 0 (keep the dynamic batch), got {target[0]}: "
-            + _DYNAMIC_BATCH_LATER
-        )
-    resolved = [shape[index] if entry == 0 else entry for index, entry in enumerate(target)]
-    first = 1 if dynamic else 0  # the batch is copied; count the elements of one sample
-    count = math.prod(shape[first:])
-    known = math.prod(size for size in resolved[first:] if size != -1)
-    per = " per sample" if dynamic else ""
-    if -1 in resolved:
-        if count % known:
-            raise VerifyException(
-                f"cannot infer the -1 in shape {list(target)}: the input "
-                f"{format_shape(shape)} has {count} elements{per}, not a multiple of {known}"
-            )
-        resolved[resolved.index(-1)] = count // known
-    elif known != count:
-        raise VerifyException(
-            f"element count mismatch: the input {format_shape(shape)} has {count} "
-            f"elements{per}, shape {list(target)} has {known}"
-        )
-    return tuple(resolved)
-
-
-def infer_flatten_shape(shape: Sequence[int], start_dim: int, end_dim: int) -> Shape:
-    """Result shape of `graph.flatten`: dimensions ``start_dim..end_dim``
-    (non-negative, inclusive) merged into one, as ``torch.flatten``."""
-    _check_rank(shape, "input")
-    _check_dim(start_dim, len(shape), "start_dim")
-    _check_dim(end_dim, len(shape), "end_dim")
-    if start_dim > end_dim:
-        raise VerifyException(f"expected start_dim <= end_dim, got {start_dim} > {end_dim}")
-    if start_dim == 0 < end_dim and _dynamic_batch(shape):
-        raise VerifyException(
-            "cannot flatten the dynamic batch dimension 0 (start_dim 0): " + _DYNAMIC_BATCH_LATER
-        )
-    merged = math.prod(shape[start_dim : end_dim + 1])
-    return (*shape[:start_dim], merged, *shape[end_dim + 1 :])
-
-
-def infer_transpose_shape(shape: Sequence[int], perm: Sequence[int]) -> Shape:
-    """Result shape of `graph.transpose`: ``result[i] = shape[perm[i]]``, as
-    ``torch.permute``; ``perm`` is a permutation of ``0..rank-1``."""
-    _check_rank(shape, "input")
-    if sorted(perm) != list(range(len(shape))):
-        raise VerifyException(
-            f"expected perm to be a permutation of [0, {len(shape)}) (the input's rank), "
-            f"got {list(perm)}"
-        )
-    if _dynamic_batch(shape) and perm[0] != 0:
-        raise VerifyException(
-            f"cannot move the dynamic batch dimension: expected perm[0] = 0, got {perm[0]}"
-        )
-    return tuple(shape[dim] for dim in perm)
 
 
 def _normalized(dim: int, rank: int) -> int:
