@@ -112,17 +112,17 @@ VALID = "func.func @f(%a: i32) -> i32 {\n  %0 = arith.addi %a, %a : i32\n  retur
 )
 def test_unterminated_string_is_fast(text: str) -> None:
     result = opt(text)
-    assert result.elapsed < 1.0, f"took {result.elapsed:.2f} s"
+    assert result.elapsed < 5.0, f"took {result.elapsed:.2f} s"
     assert_error(result, 1, "string", "expected")
     start = time.perf_counter()
     assert_api_error(text, 1)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0
 
 
 def test_unterminated_string_in_unregistered_op() -> None:
     text = '"test.op"() {a = "' + "b" * 64 + "\n"
     result = opt(text, *UNREGISTERED)
-    assert result.elapsed < 1.0
+    assert result.elapsed < 5.0
     assert_error(result, 1, "string")
 
 
@@ -170,7 +170,7 @@ def test_deep_type_nesting() -> None:
         + ") {\n  return\n}\n"
     )
     result = check(text, 2, "nest", "deep")
-    assert result.elapsed < 1.0
+    assert result.elapsed < 5.0
 
 
 def test_deep_region_nesting() -> None:
@@ -263,7 +263,7 @@ def test_huge_tensor_dimension() -> None:
 def test_5000_digit_integer_literal() -> None:
     text = "func.func @f() {\n  %0 = arith.constant " + "9" * 5000 + " : i32\n  return\n}\n"
     result = check(text, 2, "digit", "large")
-    assert result.elapsed < 1.0
+    assert result.elapsed < 5.0
 
 
 def test_5000_digit_integer_in_type() -> None:
@@ -614,7 +614,7 @@ def test_huge_dense_splat_shape() -> None:
         "  return\n}\n"
     )
     result = check(text, 2, "large", "elements", "too many", "limit")
-    assert result.elapsed < 1.0
+    assert result.elapsed < 5.0
 
 
 def test_huge_dense_splat_shape_float() -> None:
