@@ -19,11 +19,13 @@ Verification (op by op, with dominance) lives in `teeny_ir.verifier`.
 
 from __future__ import annotations
 
+import math
 import re
 import struct
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
@@ -63,6 +65,10 @@ MAX_INTEGER_WIDTH = 16_777_215
 
 MAX_DIMENSION = 2**31 - 1
 """Largest tensor dimension accepted."""
+
+MAX_DENSE_ELEMENTS = 1 << 20
+"""Largest ``dense<...>`` literal accepted: xDSL expands even a splat to every
+element (200M elements take ~50 s); large tensors belong in the weights."""
 
 _RECURSION_LIMIT = 6000
 
@@ -233,6 +239,18 @@ class TeenyParser(Parser):
                 f"dimension size {value} exceeds the limit of {MAX_DIMENSION}", token.span
             )
         return value
+
+    def _parse_dense_literal_type(self) -> Any:
+        start = self._current_token.span.start
+        type_ = super()._parse_dense_literal_type()
+        count = math.prod(type_.get_shape())
+        if count > MAX_DENSE_ELEMENTS:
+            self.raise_error(
+                f"dense literal of {count} elements exceeds the limit of "
+                f"{MAX_DENSE_ELEMENTS}: large tensors belong in the weights",
+                Span(start, start + 1, self.lexer.input),
+            )
+        return type_
 
     # --- file metadata ---------------------------------------------------
     def _parse_external_resources(self) -> None:

@@ -71,3 +71,11 @@ func.func @unterminated() {
   // expected-error@+1 {{End of file reached before closing string literal}}
   %0 = "graph.param"() <{param_name = "model.0.conv.weight}> : () -> tensor<2xf32>
 }
+
+// -----
+
+func.func @huge_splat() {
+  // expected-error@+1 {{dense literal of 200000000 elements exceeds the limit of 1048576}}
+  %0 = arith.constant dense<1.0> : tensor<200000000xf32>
+  func.return
+}
