@@ -89,10 +89,10 @@ def compile_variant(
     for name, value in PINNED_ENVIRONMENT.items():
         os.environ.setdefault(name, value)
 
-    import triton  # type: ignore[import-untyped]
-    from triton.backends.compiler import GPUTarget  # type: ignore[import-untyped]
-    from triton.compiler import ASTSource  # type: ignore[import-untyped]
-    from triton.runtime.jit import JITFunction  # type: ignore[import-untyped]
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+    from triton.runtime.jit import JITFunction
 
     kernel = _load_kernel(source_file, kernel_name)
     if not isinstance(kernel, JITFunction):

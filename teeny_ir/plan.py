@@ -273,7 +273,7 @@ def sha256_of(path: str | Path) -> str:
 
 def load_plan(directory: str | Path) -> Plan:
     """Read and validate ``DIR/plan.json`` and the files it names (raises PlanError)."""
-    import jsonschema  # type: ignore[import-untyped]  # no stubs installed
+    import jsonschema
 
     root = Path(directory)
     try:
