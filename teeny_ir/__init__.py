@@ -27,7 +27,14 @@ _LAZY = {
 }
 
 
+_SUBMODULES = ("reference", "runtime")
+"""Subpackages reachable as attributes (``teeny_ir.runtime.load(...)``) without
+an explicit import; each loads on first use."""
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"teeny_ir.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'teeny_ir' has no attribute '{name}'")
@@ -35,4 +42,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    return sorted([*globals(), *_LAZY, *_SUBMODULES])

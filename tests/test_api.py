@@ -118,3 +118,15 @@ def test_readme_python_examples_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert "error: operand expected" in out
     exec(compile(builder, "README.md", "exec"), {})
     assert capsys.readouterr().out == "(2, 8, 4, 4)\n"
+
+
+def test_reference_and_runtime_are_reachable_as_attributes() -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "import teeny_ir, sys\n"
+        "assert callable(teeny_ir.runtime.load) and callable(teeny_ir.reference.run)\n"
+        "assert 'triton' not in sys.modules and 'torch' not in sys.modules\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
