@@ -5,6 +5,7 @@ help to the stream it is given (so the tools also run in-process)."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from typing import NoReturn, TextIO
 
 
@@ -25,3 +26,17 @@ class ArgumentParser(argparse.ArgumentParser):
     def _print_message(self, message: str, file: object = None) -> None:
         if message:
             self._stdout.write(message)
+
+
+def parse_args(
+    parser: argparse.ArgumentParser, argv: Sequence[str], prog: str, stderr: TextIO
+) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code to return: 1 after a one-line
+    usage error, 0 after ``--help``."""
+    try:
+        return parser.parse_args(list(argv))
+    except UsageError as err:
+        stderr.write(f"{prog}: error: {err}\n")
+        return 1
+    except SystemExit as exit_:  # --help
+        return exit_.code if isinstance(exit_.code, int) else 0

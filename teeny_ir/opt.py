@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from teeny_ir.cli import ArgumentParser, UsageError
+from teeny_ir.cli import ArgumentParser, UsageError, parse_args
 from teeny_ir.diagnostics import Diagnostic, DiagnosticError, SourceFile, engine_of
 from teeny_ir.output import OutputError, check_not_input, write_text
 
@@ -158,13 +158,9 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
     """Run teeny-opt in-process; ``stdin`` is a binary stream. Returns the exit code."""
     argv = list(argv)
     parser = _make_parser(stdout, with_pass_list="-h" in argv or "--help" in argv)
-    try:
-        args = parser.parse_args(argv)
-    except UsageError as err:
-        stderr.write(f"{PROG}: error: {err}\n")
-        return 1
-    except SystemExit as exit_:  # --help
-        return exit_.code if isinstance(exit_.code, int) else 0
+    args = parse_args(parser, argv, PROG, stderr)
+    if isinstance(args, int):
+        return args
 
     if args.list_passes:
         stdout.write(_pass_listing())

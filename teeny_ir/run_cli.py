@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from teeny_ir.cli import ArgumentParser, UsageError
+from teeny_ir.cli import ArgumentParser, parse_args
 from teeny_ir.output import OutputError, check_not_input, read_npy, write_npz
 
 PROG = "teeny-run"
@@ -47,13 +47,9 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     """Run teeny-run in-process; returns the exit code."""
     from teeny_ir import runtime
 
-    try:
-        args = _make_parser(stdout).parse_args(list(argv))
-    except UsageError as err:
-        stderr.write(f"{PROG}: error: {err}\n")
-        return 1
-    except SystemExit as exit_:  # --help
-        return exit_.code if isinstance(exit_.code, int) else 0
+    args = parse_args(_make_parser(stdout), argv, PROG, stderr)
+    if isinstance(args, int):
+        return args
     timings: dict[str, float] = {}
     try:
         for path in (*args.input, args.weights):

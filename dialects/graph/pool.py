@@ -35,6 +35,7 @@ from dialects.graph.shapes import (
     check_result,
     check_shape,
     check_tensor,
+    check_window_options,
 )
 
 
@@ -68,17 +69,9 @@ def infer_pool2d_shape(
     """
     _check_nchw(input_shape)
     check_count("kernel", kernel, 2)
-    check_count("strides", strides, 2)
-    check_count("padding", padding, 4, " [top, left, bottom, right]")
-    check_count("dilation", dilation, 2)
     if min(kernel) < 1:
         raise VerifyException(f"expected kernel >= 1, got {list(kernel)}")
-    if min(strides) < 1:
-        raise VerifyException(f"expected strides >= 1, got {list(strides)}")
-    if min(dilation) < 1:
-        raise VerifyException(f"expected dilation >= 1, got {list(dilation)}")
-    if min(padding) < 0:
-        raise VerifyException(f"expected padding >= 0, got {list(padding)}")
+    check_window_options(strides, padding, dilation)
 
     spatial: list[int] = []
     axes = (("height", ("top", "bottom")), ("width", ("left", "right")))

@@ -84,6 +84,22 @@ def check_count(name: str, values: Sequence[int], count: int, layout: str = "") 
         raise VerifyException(f"expected {count} values for {name}{layout}, got {len(values)}")
 
 
+def check_window_options(
+    strides: Sequence[int], padding: Sequence[int], dilation: Sequence[int]
+) -> None:
+    """The sliding-window options shared by convolutions and pools: two strides
+    and dilations >= 1, four paddings [top, left, bottom, right] >= 0."""
+    check_count("strides", strides, 2)
+    check_count("padding", padding, 4, " [top, left, bottom, right]")
+    check_count("dilation", dilation, 2)
+    if min(strides) < 1:
+        raise VerifyException(f"expected strides >= 1, got {list(strides)}")
+    if min(dilation) < 1:
+        raise VerifyException(f"expected dilation >= 1, got {list(dilation)}")
+    if min(padding) < 0:
+        raise VerifyException(f"expected padding >= 0, got {list(padding)}")
+
+
 def infer_conv2d_shape(
     input_shape: Sequence[int],
     weight_shape: Sequence[int],
@@ -112,15 +128,7 @@ def infer_conv2d_shape(
         )
     check_shape(input_shape, "input", dynamic_batch=True)
     check_shape(weight_shape, "weight", dynamic_batch=False)
-    check_count("strides", strides, 2)
-    check_count("padding", padding, 4, " [top, left, bottom, right]")
-    check_count("dilation", dilation, 2)
-    if min(strides) < 1:
-        raise VerifyException(f"expected strides >= 1, got {list(strides)}")
-    if min(dilation) < 1:
-        raise VerifyException(f"expected dilation >= 1, got {list(dilation)}")
-    if min(padding) < 0:
-        raise VerifyException(f"expected padding >= 0, got {list(padding)}")
+    check_window_options(strides, padding, dilation)
     if groups < 1:
         raise VerifyException(f"expected groups >= 1, got {groups}")
 

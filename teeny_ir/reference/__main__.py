@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from teeny_ir.cli import ArgumentParser, UsageError
+from teeny_ir.cli import ArgumentParser, parse_args
 from teeny_ir.diagnostics import DiagnosticError, SourceFile
 from teeny_ir.output import OutputError, check_not_input
 
@@ -50,13 +50,9 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     from teeny_ir.output import read_npy, write_npz
     from teeny_ir.parsing import parse_module
 
-    try:
-        args = _make_parser(stdout).parse_args(list(argv))
-    except UsageError as err:
-        stderr.write(f"{PROG}: error: {err}\n")
-        return 1
-    except SystemExit as exit_:  # --help
-        return exit_.code if isinstance(exit_.code, int) else 0
+    args = parse_args(_make_parser(stdout), argv, PROG, stderr)
+    if isinstance(args, int):
+        return args
     source: SourceFile | None = None
     try:
         for path in (args.model, args.weights, *args.input):
