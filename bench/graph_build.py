@@ -4,7 +4,7 @@ The graph stacks YOLO-style stages at a constant shape, each a Conv (3x3 conv,
 BN, SiLU) then a C2f block with one shortcut bottleneck, named like ultralytics
 (``model.N.cv1.conv.weight``...), until it holds at least N ops (``graph.param``
 ops and the ``func.return`` count). For N = 10k and 20k it prints the time to
-add the ops, to ``build()`` (which verifies), and of `teeny_ir.verifier.verify_ops`
+add the ops, to ``build()`` (which verifies), and of `teeny_ir.ir.verifier.verify_ops`
 on the built module, each the best of ``--runs``. Bars: at 10k ops, adding the
 ops plus ``build()`` <= 1 s and ``verify_ops`` <= 1 s; 20k ops take at most
 2.4x the 10k figures.
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from xdsl.dialects.builtin import ModuleOp
 
 from teeny_ir import GraphBuilder
-from teeny_ir.builder import Value
-from teeny_ir.verifier import verify_ops
+from teeny_ir.frontend.graph_builder import Value
+from teeny_ir.ir.verifier import verify_ops
 
 CHANNELS = 32
 SIZE = 16

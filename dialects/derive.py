@@ -1,8 +1,8 @@
-"""The `derive` dialect: the IR spelling of `teeny_ir.derivations.Derivation`.
+"""The `derive` dialect: the IR spelling of `teeny_ir.core.derivations.Derivation`.
 
 One attribute, ``#derive.param<...>``, used by fused graph ops (their epilogue
 scale and shift) and by the kernel dialect's parameter slots. Its semantics
-live in `teeny_ir.derivations` (the single evaluator); this module only parses,
+live in `teeny_ir.core.derivations` (the single evaluator); this module only parses,
 prints and verifies it::
 
     #derive.param<identity("model.0.conv.bias") : [16]>
@@ -21,7 +21,7 @@ from xdsl.ir import Data, Dialect
 from xdsl.irdl import irdl_attr_definition
 from xdsl.utils.exceptions import VerifyException
 
-from teeny_ir.derivations import KINDS, Derivation, DerivationError
+from teeny_ir.core.derivations import KINDS, REGISTRY, Derivation, DerivationError
 
 if TYPE_CHECKING:
     from xdsl.parser import AttrParser
@@ -55,7 +55,7 @@ class DerivationAttr(Data[Derivation]):
                 )
             value = 0.0
             sources: list[str] = []
-            if kind == "fill":
+            if "value" in REGISTRY[kind].attributes:
                 with parser.in_parens():
                     value = parser.parse_float()
             else:
@@ -78,13 +78,13 @@ class DerivationAttr(Data[Derivation]):
         d = self.data
         with printer.in_angle_brackets():
             printer.print_string(d.kind)
-            if d.kind == "fill":
+            if "value" in d.spec.attributes:
                 printer.print_string(f"({_float_text(d.value)})")
             else:
                 printer.print_string("(")
                 printer.print_list(d.sources, printer.print_string_literal)
                 printer.print_string(")")
-            if d.kind in ("bn_scale", "bn_shift"):
+            if "eps" in d.spec.attributes:
                 printer.print_string(f" eps {_float_text(d.eps)}")
             printer.print_string(" : [")
             printer.print_list(d.shape, lambda n: printer.print_string(str(n)))

@@ -4,14 +4,14 @@ After lower-graph-to-kernel a function is a weight table and launches (one
 line each when printed; see `LaunchOp` for the syntax)::
 
     kernel.weight "model.0.conv.weight" : tensor<37x37x1x1xf32>
-    %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, ..., ACTIVATION = 1}
+    %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, ..., ACTIVATION = "silu"}
         params [w : tensor<37x37xf32> = #derive.param<reshape("model.0.conv.weight") : [37, 37]>, ...]
         args [x = in0, w = param.w, ..., y = out0, B = "B", C_IN = "37", ..., M = "63", ...]
         grid ["B * cdiv(63, 64) * cdiv(37, 64)", "1", "1"] warps 4 stages 2
         : (tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
 
 The verifier proves what the runtime relies on: bindings match the family's
-ABI (`teeny_ir.kernel_families`), constexprs its table, and for every batch
+ABI (`teeny_ir.kernels.registry`), constexprs its table, and for every batch
 1..64 the grid covers the family's tile model within the hardware's limits;
 parameter slots fit the function's ``kernel.weight`` table. Args and grid
 form one launch; a later ``launches`` list (the seed's ``n_launches``) would
@@ -54,10 +54,11 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.derive import DerivationAttr
-from dialects.graph.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
-from teeny_ir import expressions
-from teeny_ir.derivations import Derivation
-from teeny_ir.kernel_families import FAMILIES, MAX_GRID, MAX_NUM_WARPS, KernelFamily
+from teeny_ir.core import expressions
+from teeny_ir.core.derivations import Derivation
+from teeny_ir.ir.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
+from teeny_ir.kernels.contract import MAX_GRID, MAX_NUM_WARPS, KernelFamily, constexpr_problem
+from teeny_ir.kernels.registry import FAMILIES
 
 if TYPE_CHECKING:
     from xdsl.parser import AttrParser, Parser
@@ -267,12 +268,13 @@ class LaunchOp(IRDLOperation):
     """One launch of a kernel family: the seed's RuntimeOp, instantiated.
 
     Operands are the activation inputs, results the outputs (``?`` = batch).
-    Properties: ``family``; ``constexprs`` (name -> i64, exactly the family's);
+    Properties: ``family``; ``constexprs`` (name -> i64, or a string naming a
+    pointwise-table entry; exactly the family's);
     ``params`` (ordered `ParamSlotAttr`); ``args`` (one `ArgBindingAttr` per
     ABI argument, in ABI order); ``grid`` (three expressions over ``B``);
     ``num_warps`` (threads = 32 x num_warps) and ``num_stages``.
 
-        %y = kernel.launch "elementwise" (%a, %b) {OP = 3, BLOCK = 1024}
+        %y = kernel.launch "elementwise" (%a, %b) {OP = "add", BLOCK = 1024}
             args [x = in0, y = in1, out = out0, numel = "B * 64", size1 = "4", ...]
             grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1
             : (tensor<?x4x4x4xf32>, tensor<4x1x1xf32>) -> tensor<?x4x4x4xf32>
@@ -298,7 +300,7 @@ class LaunchOp(IRDLOperation):
         family: str,
         inputs: Sequence[SSAValue | Operation],
         result_types: Sequence[TensorType],
-        constexprs: Mapping[str, int],
+        constexprs: Mapping[str, int | str],
         params: Sequence[ParamSlot],
         args: Sequence[tuple[str, str]],
         grid: Sequence[str],
@@ -312,7 +314,10 @@ class LaunchOp(IRDLOperation):
             for p in params
         ]
         bindings = [ArgBindingAttr(StringAttr(n), StringAttr(b)) for n, b in args]
-        values = {k: IntegerAttr(v, i64) for k, v in constexprs.items()}
+        values = {
+            k: StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)
+            for k, v in constexprs.items()
+        }
         super().__init__(
             operands=[inputs],
             result_types=[result_types],
@@ -324,11 +329,11 @@ class LaunchOp(IRDLOperation):
         return self.family_attr.data
 
     @property
-    def constexpr_values(self) -> dict[str, int]:
+    def constexpr_values(self) -> dict[str, int | str]:
         return {
-            k: v.value.data
+            k: value
             for k, v in self.constexprs_attr.data.items()
-            if isinstance(v, IntegerAttr)
+            if (value := _constexpr_value(v)) is not None
         }
 
     @property
@@ -385,7 +390,8 @@ class LaunchOp(IRDLOperation):
         if len(grid) != 3:
             raise VerifyException(f"expected 3 grid expressions (x, y, z), got {len(grid)}")
         axes = [_parse_over_batch(f"grid[{i}]", text) for i, text in enumerate(grid)]
-        _prove_coverage(family, constexprs, expressions_, list(zip(grid, axes, strict=True)))
+        tiles = {k: v for k, v in constexprs.items() if isinstance(v, int)}
+        _prove_coverage(family, tiles, expressions_, list(zip(grid, axes, strict=True)))
 
     def check_weight_table(self) -> None:
         """Every derivation source is declared by a ``kernel.weight`` of the
@@ -505,6 +511,8 @@ def _print_constexpr(printer: Printer, name: str, value: Attribute) -> None:
     printer.print_string(" = ")
     if isinstance(value, IntegerAttr) and value.type == i64:
         printer.print_string(str(value.value.data))
+    elif isinstance(value, StringAttr):
+        printer.print_string_literal(value.data)
     else:
         printer.print_attribute(value)
 
@@ -516,7 +524,9 @@ def _power_of_two(value: int) -> bool:
     return value >= 1 and value & (value - 1) == 0
 
 
-def _check_constexprs(family: KernelFamily, values: Mapping[str, Attribute]) -> dict[str, int]:
+def _check_constexprs(
+    family: KernelFamily, values: Mapping[str, Attribute]
+) -> dict[str, int | str]:
     expected = [c.name for c in family.constexprs]
     for name in values:
         if name not in expected:
@@ -524,31 +534,29 @@ def _check_constexprs(family: KernelFamily, values: Mapping[str, Attribute]) -> 
                 f"family '{family.name}' has no constexpr '{name}' "
                 f"(its constexprs: {', '.join(expected)})"
             )
-    checked: dict[str, int] = {}
+    checked: dict[str, int | str] = {}
     for constexpr in family.constexprs:
         attr = values.get(constexpr.name)
         if attr is None:
             raise VerifyException(f"missing constexpr '{constexpr.name}' of family '{family.name}'")
-        if not (isinstance(attr, IntegerAttr) and attr.type == i64):
-            raise VerifyException(
-                f"constexpr '{constexpr.name}' must be an i64 integer, got {attr}"
-            )
-        value = attr.value.data
-        if constexpr.type == "bool" and value not in (0, 1):
-            raise VerifyException(
-                f"constexpr '{constexpr.name}' is a bool: expected 0 or 1, got {value}"
-            )
-        if constexpr.choices and value not in constexpr.choices:
-            choices = ", ".join(str(c) for c in constexpr.choices)
-            raise VerifyException(f"constexpr '{constexpr.name}' = {value} is not one of {choices}")
-        if value < constexpr.minimum:
-            raise VerifyException(
-                f"constexpr '{constexpr.name}' = {value} is below its minimum {constexpr.minimum}"
-            )
-        if constexpr.power_of_two and not _power_of_two(value):
-            raise VerifyException(f"constexpr '{constexpr.name}' = {value} must be a power of two")
+        value = _constexpr_value(attr)
+        if value is None:
+            kind = "a pointwise op name" if constexpr.type == "pointwise" else "an i64 integer"
+            raise VerifyException(f"constexpr '{constexpr.name}' must be {kind}, got {attr}")
+        problem = constexpr_problem(constexpr, value)
+        if problem is not None:
+            raise VerifyException(problem)
         checked[constexpr.name] = value
     return checked
+
+
+def _constexpr_value(attr: Attribute) -> int | str | None:
+    """An i64 integer or a string constexpr's value (None for anything else)."""
+    if isinstance(attr, IntegerAttr) and attr.type == i64:
+        return attr.value.data
+    if isinstance(attr, StringAttr):
+        return attr.data
+    return None
 
 
 def _check_slots(slots: Sequence[ParamSlotAttr]) -> set[str]:

@@ -2,13 +2,13 @@
 
 Starting a ``teeny-opt`` process costs about 0.25 s, most of it importing
 xDSL; running it in-process costs about 10 ms. Each lit worker imports
-`teeny_ir.opt` and `filecheck` once and then calls them directly.
+`teeny_ir.driver.opt` and `filecheck` once and then calls them directly.
 
 RUN lines are read and substituted by lit itself (``%s``, ``%t``, ``%{name}``,
 ``\\`` continuations, ``REQUIRES:``/``UNSUPPORTED:``), then parsed with lit's
 shell parser. Handled in-process:
 
-- ``teeny-opt ARGS``: `teeny_ir.opt.run`;
+- ``teeny-opt ARGS``: `teeny_ir.driver.opt.run`;
 - ``filecheck ARGS`` / ``FileCheck ARGS``: the `filecheck` package's matcher;
 - ``not CMD``: exit status inverted (non-zero -> 0, zero -> 1); a crash (an
   exception escaping the tool) stays a failure, as with LLVM's ``not``;
@@ -98,7 +98,7 @@ class LineResult:
 
 
 def _run_teeny_opt(args: list[str], stdin: bytes, stdout: io.StringIO, stderr: io.StringIO) -> int:
-    from teeny_ir import opt
+    from teeny_ir.driver import opt
 
     return opt.run(args, io.BytesIO(stdin), stdout, stderr)
 

@@ -2,13 +2,14 @@
 
 Reads ``func.func @forward`` as lower-graph-to-kernel leaves it (``kernel.weight``
 ops, ``kernel.launch`` ops in order, ``func.return``) and writes
-``DIR/kernels/<family>_<ordinal>.py`` (the family template with only the
-kernel name substituted) and ``DIR/plan.json`` (`teeny_ir.plan`). Kernel
+``DIR/kernels/<family>_<ordinal>.py`` (the family's Triton source rendered
+by `teeny_ir.kernels.render`: slots filled from the pointwise table, shared
+helpers pasted in, the kernel renamed) and ``DIR/plan.json`` (`teeny_ir.backend.plan`). Kernel
 variants are deduplicated by (family, constexprs), ordinals in first-use order.
 Every name in the plan and every file name is generated (``in0``, ``p0``,
 ``t0``, ``conv1x1_gemm_0``); weight names are JSON data only and never reach
 Python source or a path. With ``archs``, every variant is compiled ahead of
-time for each architecture (`teeny_ir.aot`) and its cubins recorded.
+time for each architecture (`teeny_ir.backend.aot`) and its cubins recorded.
 
 The directory is built as a temporary sibling and renamed into place, so a
 failed emission leaves no half-written plan. An existing ``DIR`` is replaced
@@ -22,7 +23,6 @@ import json
 import os
 import re
 import shutil
-import string
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,10 +34,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
 from dialects.kernel import LaunchOp, WeightOp, symbolic_shape
-from teeny_ir.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
-from teeny_ir.expressions import ExpressionError, format_expr, parse
-from teeny_ir.kernel_families import FAMILIES, POINTER_KINDS, KernelFamily
-from teeny_ir.plan import (
+from teeny_ir.backend.plan import (
     FORMAT,
     Arg,
     CompiledSpec,
@@ -51,6 +48,11 @@ from teeny_ir.plan import (
     sha256_of,
     write_plan,
 )
+from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.core.expressions import ExpressionError, format_expr, parse
+from teeny_ir.kernels.contract import POINTER_KINDS, KernelFamily
+from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.render import RenderError, render
 
 _REFERENCE = re.compile(r"(in|out)([0-9]+)|param\.([A-Za-z_][A-Za-z0-9_]*)")
 _EMITTED_FILE = re.compile(r"[a-z0-9_]+_[0-9]+\.(py|sm[0-9]+(\.w[0-9]+s[0-9]+)?\.cubin)")
@@ -66,7 +68,7 @@ class _Variant:
 
     name: str
     family: KernelFamily
-    constexprs: dict[str, int]
+    constexprs: dict[str, int | str]
     first_use: LaunchOp
     configs: list[tuple[int, int]] = field(default_factory=list[tuple[int, int]])
 
@@ -79,8 +81,8 @@ class _Collected:
     weights: list[WeightSpec] = field(default_factory=list[WeightSpec])
     params: list[ParamSpec] = field(default_factory=list[ParamSpec])
     buffers: list[TensorSpec] = field(default_factory=list[TensorSpec])
-    variants: dict[tuple[str, tuple[tuple[str, int], ...]], _Variant] = field(
-        default_factory=dict[tuple[str, tuple[tuple[str, int], ...]], _Variant]
+    variants: dict[tuple[str, tuple[tuple[str, int | str], ...]], _Variant] = field(
+        default_factory=dict[tuple[str, tuple[tuple[str, int | str], ...]], _Variant]
     )
     launches: list[LaunchSpec] = field(default_factory=list[LaunchSpec])
     outputs: list[str] = field(default_factory=list[str])
@@ -184,7 +186,10 @@ def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) ->
     specs: list[KernelSpec] = []
     for variant in plan.variants.values():
         source = kernels_dir / f"{variant.name}.py"
-        text = string.Template(variant.family.template()).substitute(kernel_name=variant.name)
+        try:
+            text = render(variant.family, variant.name, variant.constexprs)
+        except RenderError as err:
+            raise _error(f"kernel variant '{variant.name}': {err}", variant.first_use) from None
         source.write_text(text, encoding="utf-8")
         compiled = [
             _compile(source, variant, arch, config) for arch in archs for config in variant.configs
@@ -204,7 +209,7 @@ def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) ->
 
 
 def _compile(source: Path, variant: _Variant, arch: int, config: tuple[int, int]) -> CompiledSpec:
-    from teeny_ir import aot
+    from teeny_ir.backend import aot
 
     num_warps, num_stages = config
     try:
@@ -294,7 +299,7 @@ class EmitTritonPass(ModulePass):
         if not forward.body.blocks:
             raise _error("emit-triton expects @forward to have a body", forward)
         for arch in self.archs:
-            from teeny_ir.aot import SHARED_MEMORY_LIMITS
+            from teeny_ir.backend.aot import SHARED_MEMORY_LIMITS
 
             if arch not in SHARED_MEMORY_LIMITS:
                 known = ", ".join(str(a) for a in sorted(SHARED_MEMORY_LIMITS))

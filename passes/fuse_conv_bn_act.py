@@ -1,8 +1,8 @@
 """fuse-conv-bn-act: fold a convolution's epilogue chain into one graph.fused_conv2d.
 
-The chain is ``conv2d -> [bias_add] -> [batch_norm] -> [silu | relu | sigmoid]``
+The chain is ``conv2d -> [bias_add] -> [batch_norm] -> [activation]``
 (in this order, each part optional), every intermediate result used once. The
-epilogue becomes two per-channel derivations (`teeny_ir.derivations`), so the
+epilogue becomes two per-channel derivations (`teeny_ir.core.derivations`), so the
 BN fold is never computed here: ``scale = bn_scale``, ``shift = bn_shift`` with
 the bias folded in; a bias alone gives ``fill(1.0)`` / ``identity(bias)``; an
 activation alone ``fill(1.0)`` / ``fill(0.0)``. A fusion that is blocked leaves
@@ -36,22 +36,22 @@ from xdsl.pattern_rewriter import (
 )
 
 from dialects.derive import DerivationAttr
-from dialects.graph import (
-    BatchNormOp,
-    BiasAddOp,
-    Conv2dOp,
-    FusedConv2dOp,
-    ParamOp,
-    ReluOp,
-    SigmoidOp,
-    SiluOp,
-)
-from teeny_ir.derivations import bn_scale, bn_shift, fill, identity
-from teeny_ir.diagnostics import DiagnosticEngine, engine_of
+from dialects.graph.conv import Conv2dOp, FusedConv2dOp
+from dialects.graph.elementwise import BiasAddOp
+from dialects.graph.norm import BatchNormOp
+from dialects.graph.param import ParamOp
+from teeny_ir.core import pointwise
+from teeny_ir.core.derivations import bn_scale, bn_shift, fill, identity
+from teeny_ir.core.diagnostics import DiagnosticEngine, engine_of
 
 Mode = Literal["inference", "training"]
-ACTIVATIONS: dict[type[Operation], str] = {SiluOp: "silu", ReluOp: "relu", SigmoidOp: "sigmoid"}
-"""Activation ops the epilogue absorbs, and their `FusedConv2dOp` keyword."""
+
+
+def epilogue_activation(op: Operation) -> str | None:
+    """The `FusedConv2dOp` activation keyword of ``op``, if the epilogue may absorb
+    it: an epilogue entry of the pointwise table."""
+    entry = pointwise.lookup(op.name)
+    return entry.name if entry is not None and entry.epilogue else None
 
 
 def _param(value: SSAValue) -> ParamOp | None:
@@ -102,7 +102,7 @@ class _Chain:
             return self.bias_add is None and self.batch_norm is None and self.activation is None
         if isinstance(op, BatchNormOp):
             return self.batch_norm is None and self.activation is None
-        return type(op) in ACTIVATIONS and self.activation is None
+        return epilogue_activation(op) is not None and self.activation is None
 
     def bias_name(self) -> str | None:
         """The weight name of the bias (the conv's own or the bias_add's), if any."""
@@ -205,7 +205,7 @@ class FuseConvChain(RewritePattern):
             "shift": DerivationAttr(shift),
         }
         if chain.activation is not None:
-            properties["activation"] = StringAttr(ACTIVATIONS[type(chain.activation)])
+            properties["activation"] = StringAttr(str(epilogue_activation(chain.activation)))
         fused = FusedConv2dOp.create(
             operands=[conv.input, conv.weight],
             result_types=[conv.result.type],

@@ -1,6 +1,6 @@
 """select-conv-algorithm: record how each convolution runs, as IR attributes.
 
-The decision is `teeny_ir.heuristics` (pure functions); this pass applies it.
+The decision is `teeny_ir.kernels.conv_algorithms` (pure functions); this pass applies it.
 Every convolution leaves the pass as a ``graph.fused_conv2d`` carrying
 ``algorithm`` and ``tiles``: a plain ``graph.conv2d`` (nothing was fused into
 it) is first wrapped as a fused convolution with the identity epilogue, so the
@@ -26,10 +26,12 @@ from xdsl.pattern_rewriter import (
 )
 
 from dialects.derive import DerivationAttr
-from dialects.graph import Conv2dOp, FusedConv2dOp, ParamOp
-from teeny_ir.derivations import fill, identity
-from teeny_ir.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
-from teeny_ir.heuristics import classify_conv, pick_gemm_tile_sizes
+from dialects.graph.conv import Conv2dOp, FusedConv2dOp
+from dialects.graph.param import ParamOp
+from teeny_ir.core.derivations import fill, identity
+from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.kernels.conv1x1_gemm.tiles import pick_gemm_tile_sizes
+from teeny_ir.kernels.conv_algorithms import classify_conv
 
 SUPPORTED = "1x1, stride 1, no padding, dilation 1, one group only"
 
@@ -122,7 +124,7 @@ class SelectConvAlgorithmPass(ModulePass):
 
     Expects graph ops, usually after fuse-conv-bn-act. Every
     ``graph.fused_conv2d`` gets ``algorithm`` and ``tiles`` [BLOCK_M, BLOCK_N,
-    BLOCK_K] from `teeny_ir.heuristics`; every plain ``graph.conv2d`` is first
+    BLOCK_K] from `teeny_ir.kernels.conv_algorithms`; every plain ``graph.conv2d`` is first
     turned into a ``graph.fused_conv2d`` (scale ``fill(1.0)``, shift
     ``identity(bias)`` or ``fill(0.0)``, its bias graph.param removed when it
     is left unused), so all convolutions leave as fused ones. Refuses (one

@@ -21,7 +21,8 @@ from xdsl.pattern_rewriter import (
     op_type_rewrite_pattern,
 )
 
-from dialects.graph import BiasAddOp, Conv2dOp
+from dialects.graph.conv import Conv2dOp
+from dialects.graph.elementwise import BiasAddOp
 
 
 class SplitConvBias(RewritePattern):

@@ -11,19 +11,19 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from teeny_ir.builder import GraphBuilder
-    from teeny_ir.diagnostics import DiagnosticError
-    from teeny_ir.parsing import parse_module, print_module
-    from teeny_ir.pass_manager import PassManager
+    from teeny_ir.core.diagnostics import DiagnosticError
+    from teeny_ir.driver.pass_manager import PassManager
+    from teeny_ir.frontend.graph_builder import GraphBuilder
+    from teeny_ir.ir.parsing import parse_module, print_module
 
 __all__ = ["DiagnosticError", "GraphBuilder", "PassManager", "parse_module", "print_module"]
 
 _LAZY = {
-    "DiagnosticError": "teeny_ir.diagnostics",
-    "GraphBuilder": "teeny_ir.builder",
-    "PassManager": "teeny_ir.pass_manager",
-    "parse_module": "teeny_ir.parsing",
-    "print_module": "teeny_ir.parsing",
+    "DiagnosticError": "teeny_ir.core.diagnostics",
+    "GraphBuilder": "teeny_ir.frontend.graph_builder",
+    "PassManager": "teeny_ir.driver.pass_manager",
+    "parse_module": "teeny_ir.ir.parsing",
+    "print_module": "teeny_ir.ir.parsing",
 }
 
 

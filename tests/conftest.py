@@ -1,6 +1,6 @@
 """Shared fixtures: in-process teeny-opt runs and passes registered only for tests.
 
-The passes here are never in `teeny_ir.registry` outside a test that asks for
+The passes here are never in `teeny_ir.driver.pass_registry` outside a test that asks for
 them, so `--list-passes` never shows them.
 """
 
@@ -18,8 +18,8 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
-from teeny_ir import registry
-from teeny_ir.diagnostics import Severity, engine_of
+from teeny_ir.core.diagnostics import Severity, engine_of
+from teeny_ir.driver import pass_registry
 
 
 @dataclass
@@ -31,7 +31,7 @@ class OptResult:
 
 def run_opt(argv: Sequence[str], stdin: str | bytes = b"") -> OptResult:
     """Run teeny-opt in-process and capture its streams."""
-    from teeny_ir.opt import run
+    from teeny_ir.driver.opt import run
 
     data = stdin.encode() if isinstance(stdin, str) else stdin
     out, err = io.StringIO(), io.StringIO()
@@ -122,10 +122,10 @@ TEST_PASSES: tuple[type[ModulePass], ...] = (
 def test_passes() -> Iterator[None]:
     """Register the test-only passes for one test."""
     for cls in TEST_PASSES:
-        registry.register(registry.PassEntry(cls.name, lambda cls=cls: cls))
+        pass_registry.register(pass_registry.PassEntry(cls.name, lambda cls=cls: cls))
     try:
         yield
     finally:
         for cls in TEST_PASSES:
-            registry.unregister(cls.name)
+            pass_registry.unregister(cls.name)
         FunctionOnlyPass.visited.clear()

@@ -22,29 +22,30 @@ whole padded buffer of output ``j`` of case ``i`` as ``case{i}_arg{j}``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
+
+from teeny_ir.backend import triton_settings
+from teeny_ir.backend.kernel_files import import_kernel
 
 CANARY = 1234.5
 """The value in an output's padding; any other value there means corruption."""
 
 
-def _load(path: str, cache: dict[str, ModuleType]) -> ModuleType:
-    if path not in cache:
-        spec = importlib.util.spec_from_file_location(f"harness_kernel_{len(cache)}", path)
-        assert spec is not None and spec.loader is not None, path
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        cache[path] = module
-    return cache[path]
+Kernels = dict[tuple[str, str], Callable[..., Any]]
+"""Imported kernels by (file, name): each file is executed once per process."""
 
 
-def _run_case(case: dict[str, Any], modules: dict[str, ModuleType]) -> dict[int, Any]:
+def _kernel(path: str, name: str, cache: Kernels) -> Callable[..., Any]:
+    if (path, name) not in cache:
+        cache[path, name] = import_kernel(path, name)
+    return cache[path, name]
+
+
+def _run_case(case: dict[str, Any], kernels: Kernels) -> dict[int, Any]:
     import numpy as np
     import torch
 
@@ -65,7 +66,7 @@ def _run_case(case: dict[str, Any], modules: dict[str, ModuleType]) -> dict[int,
             buffer[pad : pad + numel] = float("nan")
             args.append(buffer[pad : pad + numel])
             outputs[index] = buffer
-    kernel = getattr(_load(case["kernel_file"], modules), case["kernel_name"])
+    kernel = _kernel(case["kernel_file"], case["kernel_name"], kernels)
     grid = tuple(int(g) for g in case["grid"])
     kernel[grid](*args, **case["constexprs"], num_warps=int(case.get("num_warps", 4)))
     return {index: buffer.numpy().copy() for index, buffer in outputs.items()}
@@ -73,14 +74,14 @@ def _run_case(case: dict[str, Any], modules: dict[str, ModuleType]) -> dict[int,
 
 def main(argv: list[str]) -> int:
     cases_file, results_file = argv
-    os.environ["TRITON_INTERPRET"] = "1"
+    triton_settings.use_interpreter_in_this_process()  # before anything imports triton
     import numpy as np
 
     cases = json.loads(Path(cases_file).read_text())["cases"]
-    modules: dict[str, ModuleType] = {}
+    kernels: Kernels = {}
     results: dict[str, Any] = {}
     for case_index, case in enumerate(cases):
-        for arg_index, buffer in _run_case(case, modules).items():
+        for arg_index, buffer in _run_case(case, kernels).items():
             results[f"case{case_index}_arg{arg_index}"] = buffer
     np.savez(results_file, **results)
     return 0

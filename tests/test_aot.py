@@ -10,18 +10,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import string
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from teeny_ir import aot
-from teeny_ir.kernel_families import FAMILIES
+from teeny_ir.backend import aot
+from teeny_ir.backend.triton_settings import COMPILE_PINS
+from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.render import render as render_variant
 
 CONSTEXPRS = {
-    "elementwise": {"OP": 3, "BLOCK": 1024},
-    "conv1x1_gemm": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": 1},
+    "elementwise": {"OP": "add", "BLOCK": 1024},
+    "conv1x1_gemm": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": "silu"},
 }
 STAGES = {"elementwise": 1, "conv1x1_gemm": 2}
 ARCHS = (80, 90)
@@ -38,10 +39,11 @@ def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["TRITON_CACHE_DIR"] = saved
 
 
-def render(family: str, directory: Path) -> Path:
+def render(family: str, directory: Path, constexprs: dict[str, int | str] | None = None) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{family}_0.py"
-    path.write_text(string.Template(FAMILIES[family].template()).substitute(kernel_name=path.stem))
+    text = render_variant(FAMILIES[family], path.stem, constexprs or CONSTEXPRS[family])
+    path.write_text(text)
     return path
 
 
@@ -114,9 +116,9 @@ def test_shared_memory_over_the_limit_is_an_error(
 def test_large_tiles_exceed_the_sm86_limit(tmp_path: Path) -> None:
     """128x128x64 fp32 tiles with 3 stages (Triton buffers 2 in shared memory)
     need 128 KiB: fine on sm_80, too much on sm_86."""
-    constexprs = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "ACTIVATION": 0}
+    constexprs = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "ACTIVATION": "none"}
     variant = aot.compile_variant(
-        render("conv1x1_gemm", tmp_path),
+        render("conv1x1_gemm", tmp_path, constexprs),
         "conv1x1_gemm_0",
         FAMILIES["conv1x1_gemm"],
         constexprs,
@@ -136,10 +138,10 @@ def test_output_does_not_depend_on_the_file_path(
     """Line info would embed the kernel file's path; compile_variant turns it off
     unless the user chose otherwise."""
     monkeypatch.setenv("TRITON_ALWAYS_COMPILE", "1")
-    for name in aot.PINNED_ENVIRONMENT:
+    for name in COMPILE_PINS:
         monkeypatch.delenv(name, raising=False)
     first = compile_family("elementwise", 80, (tmp_path / "a").resolve())
-    assert {name: os.environ[name] for name in aot.PINNED_ENVIRONMENT} == aot.PINNED_ENVIRONMENT
+    assert {name: os.environ[name] for name in COMPILE_PINS} == COMPILE_PINS
     assert str(tmp_path) not in first.ptx
     second = compile_family("elementwise", 80, (tmp_path / "b" / "deeper").resolve())
     assert first.cubin_sha256 == second.cubin_sha256
@@ -150,7 +152,7 @@ def test_rejects_mismatched_constexprs_and_names(tmp_path: Path) -> None:
     family = FAMILIES["elementwise"]
     path = render("elementwise", tmp_path)
     with pytest.raises(aot.AotError, match="takes constexprs"):
-        aot.compile_variant(path, "elementwise_0", family, {"OP": 0}, 80, 4, 1)
+        aot.compile_variant(path, "elementwise_0", family, {"OP": "silu"}, 80, 4, 1)
     with pytest.raises(aot.AotError, match="defines no 'other_name'"):
         aot.compile_variant(path, "other_name", family, CONSTEXPRS["elementwise"], 80, 4, 1)
     gemm = render("conv1x1_gemm", tmp_path)

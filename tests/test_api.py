@@ -6,7 +6,7 @@ import pytest
 from xdsl.dialects.builtin import FileLineColLoc, ModuleOp
 
 import teeny_ir
-from teeny_ir.diagnostics import Severity
+from teeny_ir.core.diagnostics import Severity
 
 GOOD = """\
 func.func @f(%a: i32) -> i32 {

@@ -12,9 +12,14 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType, f32, i64
 from xdsl.dialects.func import FuncOp
 
 import teeny_ir
-from dialects.graph import BatchNormOp, Conv2dOp, FusedConv2dOp, Graph, MaxPool2dOp, ParamOp
+from dialects.graph import Graph
+from dialects.graph.conv import Conv2dOp, FusedConv2dOp
+from dialects.graph.norm import BatchNormOp
+from dialects.graph.param import ParamOp
+from dialects.graph.pool import MaxPool2dOp
 from teeny_ir import DiagnosticError, GraphBuilder
-from teeny_ir.builder import Value
+from teeny_ir.core import pointwise
+from teeny_ir.frontend.graph_builder import Value
 
 REPO = Path(__file__).resolve().parent.parent
 Q = DYNAMIC_INDEX
@@ -210,12 +215,25 @@ def test_training_batch_norm_returns_the_updated_statistics() -> None:
 
 
 def test_every_graph_op_has_a_builder_method() -> None:
+    """A named method, or (a pointwise op, whose method is optional) the generic `op`."""
     made_elsewhere = {ParamOp: "param", FusedConv2dOp: "made by fuse-conv-bn-act"}
     for op_class in Graph.operations:
-        if op_class in made_elsewhere:
+        if op_class in made_elsewhere or pointwise.lookup(op_class.name) is not None:
             continue
         method = op_class.name.removeprefix("graph.")
         assert callable(getattr(GraphBuilder, method, None)), op_class.name
+
+
+def test_generic_op_builds_any_pointwise_op() -> None:
+    for op_class in Graph.operations:
+        entry = pointwise.lookup(op_class.name)
+        if entry is None:
+            continue
+        b = GraphBuilder()
+        x = b.input([None, 4, 3, 3])
+        operands = [x] if entry.arity == 1 else [x, b.param("y", [4, 1, 1])]
+        b.output(b.op(op_class, *operands))
+        assert_round_trips(b.build())
 
 
 def test_a_module_of_every_op_verifies_and_round_trips() -> None:
@@ -237,6 +255,10 @@ def test_a_module_of_every_op_verifies_and_round_trips() -> None:
     logits = b.linear(b.flatten(b.reshape(logits, [0, 5, 1])), b.param("fc.weight", [3, 5]))
     loss = b.cross_entropy(logits, targets)
     total = b.reduce_sum(b.log_softmax(logits, -1), [1])
+    for op_class in Graph.operations:  # pointwise ops without a named method
+        entry = pointwise.lookup(op_class.name)
+        if entry is not None and entry.arity == 1 and not entry.options:
+            total = b.op(op_class, total)
     b.output(b.softmax(logits, 1), loss, b.reduce_mean(total, [0]))
     module = b.build()
     used = {op.name for op in module.walk()}

@@ -8,23 +8,26 @@ import inspect
 import re
 from pathlib import Path
 
-from teeny_ir import registry
-from teeny_ir.context import DIALECTS
+import pytest
+from xdsl.ir import Operation
+
+from teeny_ir.driver import pass_registry
+from teeny_ir.ir.context import DIALECTS
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_registry_key_is_pass_name() -> None:
-    for name in registry.names():
-        entry = registry.lookup(name)
+    for name in pass_registry.names():
+        entry = pass_registry.lookup(name)
         assert entry is not None
         assert entry.load().name == name
 
 
 def test_every_registered_pass_has_a_lit_file_and_summary() -> None:
-    for name in registry.names():
+    for name in pass_registry.names():
         assert (ROOT / "lit_tests" / "passes" / f"{name}.mlir").is_file(), name
-        entry = registry.lookup(name)
+        entry = pass_registry.lookup(name)
         assert entry is not None and entry.summary(), name
 
 
@@ -35,8 +38,8 @@ def _teeny_pass_modules() -> list[str]:
 def test_teeny_passes_follow_naming_rules() -> None:
     registered = {
         name: entry.load()
-        for name in registry.names()
-        if (entry := registry.lookup(name)) is not None and entry.foreign_anchors is None
+        for name in pass_registry.names()
+        if (entry := pass_registry.lookup(name)) is not None and entry.foreign_anchors is None
     }
     modules = {cls.__module__ for cls in registered.values()}
     assert modules == {f"passes.{stem}" for stem in _teeny_pass_modules()}
@@ -94,3 +97,56 @@ def test_no_file_named_benchmarks_or_tests_package() -> None:
     # xdsl installs top-level `tests`, `docs` and `benchmarks` packages.
     assert not (ROOT / "benchmarks").exists()
     assert not (ROOT / "tests" / "__init__.py").exists()
+
+
+# One op = one place: every graph op has every facet, or a reasoned opt-out.
+
+
+def _graph_ops() -> list[type[Operation]]:
+    from dialects.graph import Graph
+
+    return list(Graph.operations)
+
+
+@pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
+def test_every_graph_op_has_a_lowering_or_a_reason(op: type[Operation]) -> None:
+    from teeny_ir.kernels.lowering import lowering_for, lowering_rules, opt_out_reasons
+
+    found = lowering_for(op)
+    assert callable(found) or op in opt_out_reasons(), (
+        f"'{op.name}' has no @lowers rule, is not in the pointwise table, and declares "
+        "no no_kernel(...) reason"
+    )
+    assert not (op in lowering_rules() and op in opt_out_reasons()), op.name
+
+
+@pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
+def test_every_graph_op_has_reference_semantics_or_a_reason(op: type[Operation]) -> None:
+    from teeny_ir.reference import semantics_for
+
+    found = semantics_for(op)
+    assert callable(found) or op.name == "graph.param", f"'{op.name}': {found}"
+
+
+def test_pointwise_entries_name_graph_ops() -> None:
+    from teeny_ir.core import pointwise
+
+    names = {op.name for op in _graph_ops()}
+    for entry in pointwise.TABLE:
+        assert entry.op in names, f"pointwise entry '{entry.op}' names no graph op"
+
+
+def test_kernel_families_are_complete_subpackages() -> None:
+    from teeny_ir.kernels.registry import FAMILIES, FAMILY_PACKAGES
+
+    assert sorted(FAMILIES) == sorted(FAMILY_PACKAGES)
+    for name, family in FAMILIES.items():
+        package = ROOT / "teeny_ir" / "kernels" / name
+        assert family.package == package, name
+        for part in ("__init__.py", "contract.py", "kernel.py", "lowering.py"):
+            assert (package / part).is_file(), (name, part)
+        tree = ast.parse(family.source())
+        functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert family.kernel_function in functions, name
+        for constexpr in family.constexprs:
+            assert constexpr.type != "pointwise" or constexpr.slot in functions, constexpr

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.derive import DerivationAttr
-from teeny_ir import derivations
-from teeny_ir.derivations import KINDS, Derivation, DerivationError, evaluate
+from teeny_ir.core import derivations
+from teeny_ir.core.derivations import KINDS, Derivation, DerivationError, evaluate
 
 RNG = np.random.default_rng(0)
 C = 6

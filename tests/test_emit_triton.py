@@ -16,7 +16,7 @@ import pytest
 
 import teeny_ir
 from teeny_ir import runtime
-from teeny_ir.plan import load_plan
+from teeny_ir.backend.plan import load_plan
 
 INJECTION = 'x"); import os; os.system("id'
 TRAVERSAL = "../../etc/passwd"
@@ -42,7 +42,7 @@ func.func @forward(%x: tensor<?x8x4x5xf32>, %b: {t_b}) -> ({t_out}, {t_out}) {{
   kernel.weight "bn.bias" : tensor<16xf32>
   kernel.weight "bn.mean" : tensor<16xf32>
   kernel.weight "bn.var" : tensor<16xf32>
-  %y = kernel.launch "conv1x1_gemm" (%x) {{BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 1}}
+  %y = kernel.launch "conv1x1_gemm" (%x) {{BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu"}}
       params [w : tensor<16x8xf32> = #derive.param<reshape({_literal(conv)}) : [16, 8]>,
               scale : tensor<16xf32> = #derive.param<bn_scale({_literal(gamma)}, "bn.var") eps 0.001 : [16]>,
               shift : tensor<16xf32> = #derive.param<bn_shift({bn}) eps 0.001 : [16]>]
@@ -50,9 +50,9 @@ func.func @forward(%x: tensor<?x8x4x5xf32>, %b: {t_b}) -> ({t_out}, {t_out}) {{
             B = "B", C_IN = "8", C_OUT = "16", M = "20", y_row_stride = "20"]
       grid ["B * cdiv(20, 16) * cdiv(16, 16)", "1", "1"] warps 4 stages 2
       : (tensor<?x8x4x5xf32>) -> {t_out}
-  %z = kernel.launch "elementwise" (%y, %b) {{OP = 3, BLOCK = 1024}} {add_args}
+  %z = kernel.launch "elementwise" (%y, %b) {{OP = "add", BLOCK = 1024}} {add_args}
       grid ["cdiv(B*320, 1024)", "1", "1"] warps 4 stages 1 : ({t_out}, {t_b}) -> {t_out}
-  %u = kernel.launch "elementwise" (%z, %b) {{OP = 3, BLOCK = {second_block}}} {add_args}
+  %u = kernel.launch "elementwise" (%z, %b) {{OP = "add", BLOCK = {second_block}}} {add_args}
       grid ["cdiv(B*320, {second_block})", "1", "1"] warps 4 stages 1 : ({t_out}, {t_b}) -> {t_out}
   func.return %u, %y : {t_out}, {t_out}
 }}
@@ -148,7 +148,7 @@ def test_variants_are_deduplicated_by_family_and_constexprs(tmp_path: Path) -> N
     emit(tmp_path / "out", kernel_ir(second_block=512))
     plan = load_plan(tmp_path / "out")
     assert [k.name for k in plan.kernels] == ["conv1x1_gemm_0", "elementwise_0", "elementwise_1"]
-    assert plan.kernels[2].constexprs == {"BLOCK": 512, "OP": 3}
+    assert plan.kernels[2].constexprs == {"BLOCK": 512, "OP": "add"}
 
 
 def test_emission_is_deterministic_with_aot(tmp_path: Path) -> None:
@@ -166,7 +166,7 @@ def test_emission_is_deterministic_with_aot(tmp_path: Path) -> None:
 def test_shared_memory_over_the_limit_is_a_located_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from teeny_ir import aot
+    from teeny_ir.backend import aot
 
     def huge(*args: object) -> aot.CompiledVariant:
         return aot.CompiledVariant(86, "k", 4, 2, 10**6, b"", "", "0" * 64)

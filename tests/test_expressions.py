@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from teeny_ir.expressions import (
+from teeny_ir.core.expressions import (
     BinOp,
     Call,
     Expr,

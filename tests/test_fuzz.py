@@ -5,7 +5,7 @@ that enough variants exist even while lit_tests/ is nearly empty). From them
 ``random.Random(1234)`` derives `N_CASES` mutated inputs (byte flips,
 insertions of punctuation and non-UTF-8 bytes, deletions, truncation, line
 shuffles and duplication, token swaps and insertions), each run in-process
-through ``teeny_ir.opt.run`` with a varying command line (always with
+through ``teeny_ir.driver.opt.run`` with a varying command line (always with
 ``--allow-unregistered-dialect`` when the seed mentions that flag).
 
 Every case must: return 0 or 1, print no traceback, let no exception escape,
@@ -14,7 +14,7 @@ and leave the recursion limit as it was. A case slower than `HANG_SECONDS` is
 reported as a hang. A failure prints the case's description, its command
 line and ``repr`` of the mutated input, so it can be reproduced with::
 
-    teeny_ir.opt.run(argv, io.BytesIO(data), io.StringIO(), io.StringIO())
+    teeny_ir.driver.opt.run(argv, io.BytesIO(data), io.StringIO(), io.StringIO())
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from teeny_ir.opt import run
+from teeny_ir.driver.opt import run
 
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 1234

@@ -31,25 +31,14 @@ from xdsl.printer import Printer
 from xdsl.transforms.common_subexpression_elimination import CommonSubexpressionElimination
 from xdsl.utils.exceptions import ParseError, VerifyException
 
-import dialects.graph
 from dialects.derive import Derive
-from dialects.graph import (
-    AddOp,
-    BatchNormOp,
-    BiasAddOp,
-    Conv2dOp,
-    FusedConv2dOp,
-    Graph,
-    MulOp,
-    ParamOp,
-    ReluOp,
-    SigmoidOp,
-    SiluOp,
-    broadcast_shapes,
-    infer_conv2d_shape,
-    is_gemm_conv,
-)
-from teeny_ir import derivations
+from dialects.graph import Graph
+from dialects.graph.conv import Conv2dOp, FusedConv2dOp
+from dialects.graph.elementwise import AddOp, BiasAddOp, MulOp, ReluOp, SigmoidOp, SiluOp
+from dialects.graph.norm import BatchNormOp
+from dialects.graph.param import ParamOp
+from dialects.graph.shapes import broadcast_shapes, infer_conv2d_shape, is_gemm_conv
+from teeny_ir.core import derivations
 
 REPO = Path(__file__).resolve().parent.parent
 Q = DYNAMIC_INDEX
@@ -309,12 +298,10 @@ def test_is_gemm_conv() -> None:
     assert not is_gemm_conv((16, 4, 1, 1), (1, 1), (0, 0, 0, 0), (1, 1), 2)
 
 
-def test_package_re_exports_the_public_names() -> None:
-    """Other modules import these from `dialects.graph`, whatever file defines them."""
-    for name in dialects.graph.__all__:
-        assert hasattr(dialects.graph, name), name
-    # Exactly the op set of the issues: YOLOv8 and LeNet's vocabulary plus the fused conv.
-    assert {op.name for op in Graph.operations} == {
+def test_dialect_holds_the_op_set_of_the_models() -> None:
+    """At least YOLOv8 and LeNet's vocabulary plus the fused conv (an op added by
+    following docs/extending.md joins the set without touching this test)."""
+    assert {op.name for op in Graph.operations} >= {
         f"graph.{name}"
         for name in [
             "param",
@@ -667,8 +654,8 @@ VERIFY_FAILURES = [
     ),
     (fused_case("groups 2"), "expected C_in = 3 to be divisible by groups = 2"),
     (
-        generic_fused_case('activation = "tanh"'),
-        "expected activation to be one of silu, relu, sigmoid, got 'tanh'",
+        generic_fused_case('activation = "gelu"'),
+        "expected activation to be an epilogue entry of the pointwise table, got 'gelu'",
     ),
     (fused_case("algorithm gemm"), "expected 'algorithm' and 'tiles' to be set together"),
     (fused_case("tiles [8, 8, 8]"), "expected 'algorithm' and 'tiles' to be set together"),
@@ -742,9 +729,9 @@ PARSE_FAILURES = [
     (func("%x: f32", "  %y = graph.silu %x : f32"), "f32\n", "expected a tensor type, got f32"),
     (func("%x: f32", "  %y = graph.relu %x : f32"), "f32\n", "expected a tensor type, got f32"),
     (
-        fused_case("activation tanh"),
-        "tanh",
-        "expected activation to be one of silu, relu, sigmoid",
+        fused_case("activation gelu"),
+        "gelu",
+        "expected activation to be one of",
     ),
     (
         fused_case('algorithm "winograd" tiles [8, 8, 8]'),

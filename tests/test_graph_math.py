@@ -2,7 +2,7 @@
 matmul, constant): parsing, printing (custom and generic), verification, builders,
 shape rules, and the reference interpreter against PyTorch at batch 1 and 3.
 
-Tolerance (ARCHITECTURE.md): outputs finite, same shapes, and
+Tolerance (docs/architecture.md): outputs finite, same shapes, and
 ``max|got - ref| <= tol * max(1, max|ref|)``, tol 1e-5 for elementwise ops and
 1e-4 for anything with a reduction (linear, matmul).
 """
@@ -20,22 +20,12 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 import teeny_ir
-from dialects.graph import (
-    MAX_CONSTANT_ELEMENTS,
-    ConstantOp,
-    DivOp,
-    GeluOp,
-    LeakyReluOp,
-    LinearOp,
-    MatmulOp,
-    ParamOp,
-    SubOp,
-    TanhOp,
-    infer_linear_shape,
-    infer_matmul_shape,
-)
+from dialects.graph.constant import MAX_CONSTANT_ELEMENTS, ConstantOp
+from dialects.graph.elementwise import DivOp, GeluOp, LeakyReluOp, SubOp, TanhOp
+from dialects.graph.linear import LinearOp, MatmulOp, infer_linear_shape, infer_matmul_shape
+from dialects.graph.param import ParamOp
 from teeny_ir import reference
-from teeny_ir.diagnostics import DiagnosticError
+from teeny_ir.core.diagnostics import DiagnosticError
 
 Q = DYNAMIC_INDEX
 ELEMENTWISE, REDUCTION = 1e-5, 1e-4
@@ -396,7 +386,7 @@ def check_against_torch(
     scale: float = 1.0,
 ) -> None:
     """Run ``module`` in the reference and ``torch_fn(*inputs, **weights)`` in
-    PyTorch on the same random data; compare with ARCHITECTURE.md's rule."""
+    PyTorch on the same random data; compare with the tolerance rule of docs/architecture.md."""
     rng = np.random.default_rng(seed)
     inputs = [rand(rng, concrete(shape, batch), scale) for shape in input_shapes]
     weights = {name: rand(rng, shape) for name, shape in params.items()}

@@ -17,10 +17,12 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Operation
 
 import teeny_ir
-from dialects.graph import BiasAddOp, Conv2dOp, FusedConv2dOp, ParamOp
-from teeny_ir import derivations
-from teeny_ir.context import make_context
-from teeny_ir.diagnostics import Severity, SourceLoc, engine_of
+from dialects.graph.conv import Conv2dOp, FusedConv2dOp
+from dialects.graph.elementwise import BiasAddOp
+from dialects.graph.param import ParamOp
+from teeny_ir.core import derivations
+from teeny_ir.core.diagnostics import Severity, SourceLoc, engine_of
+from teeny_ir.ir.context import make_context
 
 INFERENCE = "split-bias,fuse-conv-bn-act,select-conv-algorithm"
 

@@ -2,7 +2,7 @@
 `graph.upsample_nearest2d`): parsing, printing, builders, every verifier message,
 the shape rule, and the reference interpreter against PyTorch at batch 1 and 3.
 
-Tolerance (ARCHITECTURE.md): outputs finite, same shapes, and
+Tolerance (docs/architecture.md): outputs finite, same shapes, and
 ``max|got - ref| <= tol * max(1, max|ref|)``, tol 1e-4 for the pools (reductions)
 and 1e-5 for upsampling.
 """
@@ -22,7 +22,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 import teeny_ir
-from dialects.graph import (
+from dialects.graph.pool import (
     AvgPool2dOp,
     GlobalAvgPool2dOp,
     MaxPool2dOp,
@@ -30,7 +30,7 @@ from dialects.graph import (
     infer_pool2d_shape,
 )
 from teeny_ir import reference
-from teeny_ir.diagnostics import DiagnosticError
+from teeny_ir.core.diagnostics import DiagnosticError
 
 Q = DYNAMIC_INDEX
 REDUCTION, ELEMENTWISE = 1e-4, 1e-5

@@ -2,7 +2,7 @@
 and generic), builders, every verifier message, the reference interpreter against
 PyTorch at batch 1 and 3, and the reference's int64 targets.
 
-Tolerance (ARCHITECTURE.md): outputs finite, same shapes, and
+Tolerance (docs/architecture.md): outputs finite, same shapes, and
 ``max|got - ref| <= tol * max(1, max|ref|)`` with tol 1e-4 (all these ops reduce).
 """
 
@@ -20,7 +20,7 @@ from xdsl.ir import Attribute, Block, BlockArgument, Operation, Region
 from xdsl.utils.exceptions import VerifyException
 
 import teeny_ir
-from dialects.graph import (
+from dialects.graph.reduce import (
     CrossEntropyOp,
     LogSoftmaxOp,
     ReduceMeanOp,
@@ -31,7 +31,7 @@ from dialects.graph import (
     normalize_axis,
 )
 from teeny_ir import reference
-from teeny_ir.diagnostics import DiagnosticError
+from teeny_ir.core.diagnostics import DiagnosticError
 
 Q = DYNAMIC_INDEX
 BATCHES = (1, 3)

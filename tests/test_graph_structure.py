@@ -3,7 +3,7 @@
 builders with inferred types, every verifier message, and the reference
 interpreter against PyTorch at batch 1 and 3.
 
-Tolerance (ARCHITECTURE.md): outputs finite, same shapes, and
+Tolerance (docs/architecture.md): outputs finite, same shapes, and
 ``max|got - ref| <= tol * max(1, max|ref|)`` with tol 1e-5 (structural ops).
 """
 
@@ -23,18 +23,14 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 import teeny_ir
-from dialects.graph import (
-    ConcatOp,
-    FlattenOp,
-    ReshapeOp,
-    SplitOp,
-    TransposeOp,
+from dialects.graph.shapes import (
     infer_concat_shape,
     infer_flatten_shape,
     infer_reshape_shape,
     infer_split_shapes,
     infer_transpose_shape,
 )
+from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
 from teeny_ir import reference
 
 Q = DYNAMIC_INDEX

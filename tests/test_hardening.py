@@ -1,8 +1,8 @@
 """Bad input of every known class gives a located error and exit code 1.
 
-Each test feeds one class of malformed input (see /work/shared/XDSL_NOTES.md for
+Each test feeds one class of malformed input (see the notes on xDSL 0.75 in teeny_ir/ir/parsing.py for
 the exception types that escape xDSL's parser) through the driver
-(``teeny_ir.opt.run``, in-process) and through the Python API
+(``teeny_ir.driver.opt.run``, in-process) and through the Python API
 (``teeny_ir.parse_module``) and checks: exit code 1, no traceback, a
 ``file:LINE:COL: error:`` line on the expected line with a sensible message,
 and a `DiagnosticError` carrying a location.
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import teeny_ir
-from teeny_ir.opt import run
+from teeny_ir.driver.opt import run
 
 ERROR_LINE = re.compile(r"^(?P<file>.*?):(?P<line>\d+):(?P<col>\d+): error: (?P<msg>.*)$", re.M)
 UNREGISTERED = ("--allow-unregistered-dialect",)

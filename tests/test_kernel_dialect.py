@@ -13,9 +13,11 @@ from xdsl.ir import Block, Region
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.kernel import LaunchOp, ParamSlot, WeightOp, symbolic_shape
-from teeny_ir import kernel_families, parse_module, print_module
-from teeny_ir.derivations import bn_scale, bn_shift, reshape
-from teeny_ir.verifier import verify_ops
+from teeny_ir import parse_module, print_module
+from teeny_ir.core.derivations import bn_scale, bn_shift, reshape
+from teeny_ir.ir.verifier import verify_ops
+from teeny_ir.kernels import registry
+from teeny_ir.kernels.contract import Constexpr
 
 Q = DYNAMIC_INDEX
 
@@ -52,7 +54,7 @@ GEMM_WEIGHTS = [
     ("m.bn.bias", (16,)),
     ("m.bn.running_mean", (16,)),
 ]
-GEMM_CONSTEXPRS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": 1}
+GEMM_CONSTEXPRS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": "silu"}
 
 
 def elementwise_args(numel: str = "B * 64") -> list[tuple[str, str]]:
@@ -123,7 +125,7 @@ def elementwise(
             "elementwise",
             blocks[0].args,
             [tensor(Q, 4, 4, 4)],
-            {"OP": kw.get("op", 0), "BLOCK": kw.get("block", 1024)},
+            {"OP": kw.get("op", "silu"), "BLOCK": kw.get("block", 1024)},
             [],
             elementwise_args(numel),
             grid,
@@ -179,7 +181,7 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
     text = print_module(module)
     assert (
         'kernel.launch "conv1x1_gemm" (%0) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, '
-        "GROUP_M = 8, ACTIVATION = 1} params [w : tensor<16x8xf32> = "
+        "GROUP_M = 8, ACTIVATION = \"silu\"} params [w : tensor<16x8xf32> = "
         '#derive.param<reshape("m.conv.weight") : [16, 8]>, ' in text
     )
     assert (
@@ -202,8 +204,8 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
             "missing constexpr 'GROUP_M' of family 'conv1x1_gemm'",
         ),
         (
-            {"constexprs": {**GEMM_CONSTEXPRS, "ACTIVATION": 4}},
-            "constexpr 'ACTIVATION' = 4 is not one of 0, 1, 2, 3",
+            {"constexprs": {**GEMM_CONSTEXPRS, "ACTIVATION": "add"}},
+            "constexpr 'ACTIVATION' = 'add' is not one of none",
         ),
         (
             {"constexprs": {**GEMM_CONSTEXPRS, "BLOCK_M": 48}},
@@ -263,18 +265,16 @@ def test_duplicate_weight_is_reported_on_the_second_declaration() -> None:
 
 
 def test_bool_constexprs_take_zero_or_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    family = kernel_families.ELEMENTWISE
-    flagged = dataclasses.replace(
-        family, constexprs=(*family.constexprs, kernel_families.Constexpr("FAST", "bool"))
-    )
-    monkeypatch.setitem(kernel_families.FAMILIES, "elementwise", flagged)
+    family = registry.FAMILIES["elementwise"]
+    flagged = dataclasses.replace(family, constexprs=(*family.constexprs, Constexpr("FAST", "bool")))
+    monkeypatch.setitem(registry.FAMILIES, "elementwise", flagged)
 
     def build(blocks: Sequence[Block]) -> LaunchOp:
         return LaunchOp(
             "elementwise",
             blocks[0].args,
             [tensor(Q, 4, 4, 4)],
-            {"OP": 0, "BLOCK": 1024, "FAST": 2},
+            {"OP": "silu", "BLOCK": 1024, "FAST": 2},
             [],
             elementwise_args(),
             ["cdiv(B * 64, 1024)", "1", "1"],

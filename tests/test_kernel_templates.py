@@ -1,4 +1,5 @@
-"""The kernel templates, run in Triton's interpreter against numpy.
+"""The kernel families' Triton sources, rendered and run in Triton's interpreter
+against the numpy semantics of the pointwise table.
 
 The kernels run in a subprocess (`kernel_harness.py`), batched: one process
 for all correctness cases, one for the mutation check. Every output is
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import json
 import math
-import string
 import subprocess
 import sys
 from collections.abc import Callable
@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from teeny_ir.kernel_families import ACTIVATIONS, ELEMENTWISE_OPS, FAMILIES
+from teeny_ir.core import pointwise
+from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.render import render as render_variant
 
 HARNESS = Path(__file__).with_name("kernel_harness.py")
 CANARY = np.float32(1234.5)  # kernel_harness.CANARY
@@ -40,7 +42,7 @@ class Case:
 
     id: str
     family: str
-    constexprs: dict[str, int]
+    constexprs: dict[str, int | str]
     args: dict[str, Any]  # ABI name -> ndarray (input/param), int (dim), or ("output", numel)
     grid: int
     pad: int
@@ -48,27 +50,23 @@ class Case:
     expected: dict[str, np.ndarray] = field(default_factory=dict)  # output name -> NaN = unwritten
 
 
-def render(family: str, mutate: Callable[[str], str] | None = None) -> str:
-    text = string.Template(FAMILIES[family].template()).substitute(kernel_name=f"{family}_0")
+def render(
+    family: str,
+    constexprs: dict[str, int | str],
+    name: str,
+    mutate: Callable[[str], str] | None = None,
+) -> str:
+    text = render_variant(FAMILIES[family], name, constexprs)
     return mutate(text) if mutate else text
 
 
-def _sigmoid(v: np.ndarray) -> np.ndarray:
-    z = np.exp(-np.abs(v))
-    result: np.ndarray = np.where(v >= 0, 1.0 / (1.0 + z), z / (1.0 + z))
+def _evaluate(spelling: str, *operands: np.ndarray) -> np.ndarray:
+    """What the pointwise table's numpy semantics give for ``spelling``, in float64."""
+    if spelling == pointwise.NO_ACTIVATION:
+        return operands[0].astype(np.float64)
+    entry, options = pointwise.parse_spelling(spelling)
+    result: np.ndarray = entry.evaluate(np, list(operands), options)
     return result
-
-
-def _activation(v: np.ndarray, code: int) -> np.ndarray:
-    if code == ACTIVATIONS["silu"]:
-        silu: np.ndarray = v * _sigmoid(v)
-        return silu
-    if code == ACTIVATIONS["relu"]:
-        relu: np.ndarray = np.maximum(v, 0.0)
-        return relu
-    if code == ACTIVATIONS["sigmoid"]:
-        return _sigmoid(v)
-    return v
 
 
 # ---------------------------------------------------------------- elementwise
@@ -97,15 +95,12 @@ def elementwise_case(
     if y_shape is None:
         y, out_shape = np.full((1,), np.nan, np.float32), x_shape
         y_strides = [0, 0, 0, 0]
-        x64 = x.astype(np.float64)
-        ref = {"silu": x64 * _sigmoid(x64), "relu": np.maximum(x64, 0.0), "sigmoid": _sigmoid(x64)}
-        expected = ref[op]
+        expected = _evaluate(op, x)
     else:
         y = rng.standard_normal(y_shape).astype(np.float32)
         out_shape = np.broadcast_shapes(x_shape, y_shape)
         y_strides = _broadcast_strides(y_shape)
-        a, b = x.astype(np.float64), y.astype(np.float64)
-        expected = a + b if op == "add" else a * b
+        expected = _evaluate(op, x, y)
     numel = math.prod(out_shape)
     size = _rank4(tuple(out_shape))
     x_strides = _broadcast_strides(x_shape)
@@ -114,12 +109,12 @@ def elementwise_case(
     args |= {f"x_stride{i}": x_strides[i] for i in range(4)}
     args |= {f"y_stride{i}": y_strides[i] for i in range(4)}
     return Case(
-        id=f"{op}-{'x'.join(map(str, x_shape))}"
+        id=f"{op.replace(' ', '')}-{'x'.join(map(str, x_shape))}"
         + (f"-by-{'x'.join(map(str, y_shape))}" if y_shape else "")
         + f"-block{block}"
         + (f"-grid+{extra_programs}" if extra_programs else ""),
         family="elementwise",
-        constexprs={"OP": ELEMENTWISE_OPS[op], "BLOCK": block},
+        constexprs={"OP": op, "BLOCK": block},
         args=args,
         grid=math.ceil(numel / block) + extra_programs,
         # An unmasked store reaches at most BLOCK elements past the end per extra program.
@@ -151,8 +146,7 @@ def gemm_case(
     scale = rng.uniform(0.5, 1.5, c_out).astype(np.float32)
     shift = rng.standard_normal(c_out).astype(np.float32)
     acc = np.einsum("nk,bkm->bnm", w.astype(np.float64), x.astype(np.float64))
-    code = ACTIVATIONS[activation]
-    ref = _activation(acc * scale[:, None].astype(np.float64) + shift[:, None], code)
+    ref = _evaluate(activation, acc * scale[:, None].astype(np.float64) + shift[:, None])
     row_stride = m + row_gap
     expected = np.full((batch, c_out, row_stride), np.nan)
     expected[:, :, :m] = ref
@@ -181,7 +175,7 @@ def gemm_case(
             "BLOCK_N": block_n,
             "BLOCK_K": block_k,
             "GROUP_M": group_m,
-            "ACTIVATION": code,
+            "ACTIVATION": activation,
         },
         args=args,
         grid=(batch + extra_images) * tiles_per_image,
@@ -196,10 +190,17 @@ def gemm_case(
 def all_cases() -> list[Case]:
     rng = np.random.default_rng(42)
     cases: list[Case] = []
-    for op in ("silu", "relu", "sigmoid"):
-        cases.append(elementwise_case(op, (2, 5, 7, 9), None, 128, rng))
-    cases.append(elementwise_case("sigmoid", (3, 1000), None, 1024, rng, extra_programs=2))
-    for op in ("add", "mul"):
+    unary = [e for e in pointwise.TABLE if e.arity == 1 and not e.options]
+    for entry in unary:
+        cases.append(elementwise_case(entry.name, (2, 5, 7, 9), None, 128, rng))
+    for spelling in (
+        "leaky_relu(negative_slope=0.2)",
+        "gelu(approximate=none)",
+        "gelu(approximate=tanh)",
+    ):
+        cases.append(elementwise_case(spelling, (2, 5, 7, 9), None, 128, rng))
+    cases.append(elementwise_case(unary[0].name, (3, 1000), None, 1024, rng, extra_programs=2))
+    for entry in (e for e in pointwise.TABLE if e.arity == 2):
         for x_shape, y_shape in (
             ((2, 5, 7, 9), (5, 1, 1)),
             ((2, 5, 7, 9), (1, 5, 1, 9)),
@@ -207,11 +208,12 @@ def all_cases() -> list[Case]:
             ((5, 1, 1), (3, 5, 7, 9)),
             ((6, 11), (11,)),
         ):
-            cases.append(elementwise_case(op, x_shape, y_shape, 128, rng))
+            cases.append(elementwise_case(entry.name, x_shape, y_shape, 128, rng))
     cases.append(elementwise_case("add", (3, 16, 13, 11), (16, 1, 1), 1024, rng, extra_programs=1))
+    activations = (pointwise.NO_ACTIVATION, *pointwise.epilogue_names())
     for channels in (5, 32, 37, 48):
         for batch in (1, 3):
-            for activation in ACTIVATIONS:
+            for activation in activations:
                 cases.append(
                     gemm_case(channels, channels, (7, 9), batch, activation, (64, 64, 32), rng)
                 )
@@ -228,12 +230,19 @@ def run_harness(
     """Run `cases` in one interpreter process; returns each output's padded buffer
     keyed ``"<case id>/<arg name>"``."""
     assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
-    kernel_files = {}
-    for name in sorted({case.family for case in cases}):
-        kernel_files[name] = workdir / f"{name}_0.py"
-        kernel_files[name].write_text(render(name, mutate))
+    kernel_files: dict[tuple[str, str], tuple[Path, str]] = {}
     specs = []
     for case_index, case in enumerate(cases):
+        slots = tuple(
+            str(case.constexprs[c.name])
+            for c in FAMILIES[case.family].constexprs
+            if c.type == "pointwise"
+        )
+        key = (case.family, "/".join(slots))
+        if key not in kernel_files:
+            name = f"{case.family}_{len(kernel_files)}"
+            kernel_files[key] = (workdir / f"{name}.py", name)
+            kernel_files[key][0].write_text(render(case.family, case.constexprs, name, mutate))
         family = FAMILIES[case.family]
         assert list(case.args) == [arg.name for arg in family.args], case.id
         args: list[dict[str, Any]] = []
@@ -249,8 +258,8 @@ def run_harness(
                 args.append({"int": value})
         specs.append(
             {
-                "kernel_file": str(kernel_files[case.family]),
-                "kernel_name": f"{case.family}_0",
+                "kernel_file": str(kernel_files[key][0]),
+                "kernel_name": kernel_files[key][1],
                 "constexprs": case.constexprs,
                 "grid": [case.grid, 1, 1],
                 "num_warps": 4,
@@ -332,8 +341,11 @@ def test_removing_store_mask_is_caught(tmp_path: Path) -> None:
 
 
 def test_mutation_removes_exactly_the_store_mask() -> None:
-    for family in FAMILIES:
-        text = render(family)
+    for family, constexprs in (
+        ("elementwise", {"OP": "relu", "BLOCK": 128}),
+        ("conv1x1_gemm", {"ACTIVATION": "none"}),
+    ):
+        text = render(family, constexprs, f"{family}_0")
         mutated = _without_store_mask(text)
         store = mutated.split("tl.store(")[1]
         assert "mask=" not in store[: store.index(")")], family

@@ -1,6 +1,23 @@
 """Import layering and start-up cost.
 
-Direction: teeny_ir utility modules <- dialects <- passes <- teeny_ir driver.
+The layers, lowest first (a module may import its own layer and the ones below):
+
+0. ``teeny_ir.core``: the standard library only at module level.
+1. ``teeny_ir.ir`` and the kernel contracts (``teeny_ir.kernels`` except the
+   family lowerings and the Triton sources).
+2. ``dialects``.
+3. ``teeny_ir.reference``, ``teeny_ir.frontend``, the family lowerings
+   (``teeny_ir.kernels.<family>.lowering``, ``teeny_ir.kernels.lowering``,
+   ``teeny_ir.kernels.opt_outs``) and
+   ``teeny_ir.backend`` (plan, rendering, AOT), which the emit pass calls.
+4. ``passes``.
+5. ``teeny_ir.runtime``, ``teeny_ir.driver``, ``__main__`` entry points and the
+   package itself.
+
+Registries that load lower layers' plug-ins by name (the context's dialects,
+the pass registry) import them with `importlib`, as MLIR tools register
+dialects: the layer that names a plug-in never imports it statically.
+
 Checked on the source (every import, including ones inside functions), and by
 running a fresh interpreter to see what parsing and printing really import.
 """
@@ -12,23 +29,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import dialects
 import passes
 
 ROOT = Path(__file__).resolve().parent.parent
-
-UTILITY = {
-    "teeny_ir.diagnostics",
-    "teeny_ir.derivations",
-    "teeny_ir.expressions",
-    "teeny_ir.heuristics",
-    "teeny_ir.kernel_families",
-}
-"""teeny_ir modules that dialects and passes may import."""
-EMISSION = {"teeny_ir.plan", "teeny_ir.aot", "teeny_ir.templates"}
-"""teeny_ir modules that passes (emit-triton) may import besides the utilities:
-the plan format and the AOT compiler, which imports triton only when called."""
 HEAVY = ("numpy", "networkx", "torch", "triton")
+OURS = ("teeny_ir", "dialects", "passes")
 
 
 def _imports(path: Path, *, top_level_only: bool = False) -> set[str]:
@@ -40,51 +48,103 @@ def _imports(path: Path, *, top_level_only: bool = False) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module in ("teeny_ir", "dialects", "passes"):
+            if node.module.split(".")[0] in OURS:
                 found.update(f"{node.module}.{alias.name}" for alias in node.names)
             else:
                 found.add(node.module)
     return found
 
 
-def _modules(package: str) -> dict[str, set[str]]:
+def _source_modules() -> dict[str, Path]:
     return {
-        ".".join(p.relative_to(ROOT).with_suffix("").parts): _imports(p)
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for package in OURS
         for p in sorted((ROOT / package).rglob("*.py"))
     }
 
 
-def _top(name: str) -> str:
-    return name.split(".")[0]
+MODULES = _source_modules()
 
 
-def test_dialects_import_only_utilities() -> None:
-    for module, imports in _modules("dialects").items():
-        for name in imports:
-            assert _top(name) != "passes", (module, name)
-            if _top(name) == "teeny_ir":
-                assert name in UTILITY, (module, name)
-            assert _top(name) not in HEAVY, (module, name)
+def _is_triton_source(module: str) -> bool:
+    """A family's Triton kernel file, or the shared ``@triton.jit`` helpers: read
+    as text and rendered into emitted kernels, never imported by teeny_ir."""
+    parts = module.split(".")
+    return module == "teeny_ir.kernels.triton_helpers" or (
+        parts[:2] == ["teeny_ir", "kernels"] and parts[-1] == "kernel"
+    )
 
 
-def test_passes_do_not_import_the_driver() -> None:
-    for module, imports in _modules("passes").items():
-        for name in imports:
-            if _top(name) == "teeny_ir":
-                assert name in UTILITY | EMISSION, (module, name)
-            assert _top(name) not in HEAVY, (module, name)
+def layer(module: str) -> int:
+    """The layer of one of our modules (or of a name imported from one)."""
+    while module not in MODULES and "." in module:
+        module = module.rsplit(".", 1)[0]  # `from pkg.mod import Name`
+    parts = module.split(".")
+    if parts[0] == "dialects":
+        return 2
+    if parts[0] == "passes":
+        return 4
+    if module == "teeny_ir":
+        return 5
+    sub = parts[1]
+    if sub == "core":
+        return 0
+    if sub == "ir":
+        return 1
+    if sub == "kernels":
+        return 3 if parts[-1] in ("lowering", "opt_outs") else 1
+    if parts[-1] == "__main__":
+        return 5  # a command-line entry point (python -m ...)
+    if sub in ("reference", "frontend", "backend"):
+        return 3
+    if sub in ("runtime", "driver"):
+        return 5
+    raise AssertionError(f"module '{module}' is in no layer")
 
 
-def test_utilities_import_neither_dialects_nor_passes() -> None:
-    for module in UTILITY:
-        path = ROOT / (module.replace(".", "/") + ".py")
-        for name in _imports(path):
-            assert _top(name) not in ("dialects", "passes"), (module, name)
-            if _top(name) == "teeny_ir":
-                assert name in UTILITY, (module, name)
-        # numpy only inside evaluators (ARCHITECTURE.md "Start-up").
-        for name in _imports(path, top_level_only=True):
-            assert _top(name) not in HEAVY, (module, name)
+def test_every_module_is_in_a_layer() -> None:
+    for module in MODULES:
+        layer(module)
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not _is_triton_source(m)))
+def test_imports_point_down(module: str) -> None:
+    own = layer(module)
+    for name in _imports(MODULES[module]):
+        if name.split(".")[0] not in OURS:
+            continue
+        assert not _is_triton_source(name), f"{module} imports the Triton source {name}"
+        assert layer(name) <= own, f"{module} (layer {own}) imports {name} (layer {layer(name)})"
+
+
+def test_triton_sources_import_only_triton_and_the_helpers() -> None:
+    for module in filter(_is_triton_source, MODULES):
+        for name in _imports(MODULES[module]):
+            top = name.split(".")[0]
+            if top in OURS:
+                assert name.startswith("teeny_ir.kernels.triton_helpers."), (module, name)
+            else:
+                assert top in ("triton", "__future__"), (module, name)
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(m for m in MODULES if layer(m) <= 2 and not _is_triton_source(m)),
+)
+def test_lower_layers_import_nothing_heavy_at_module_level(module: str) -> None:
+    # numpy only inside evaluators (start-up: parsing never imports numpy).
+    for name in _imports(MODULES[module], top_level_only=True):
+        assert name.split(".")[0] not in HEAVY, (module, name)
+
+
+def test_core_imports_only_the_standard_library_and_core() -> None:
+    for module, path in MODULES.items():
+        if module.startswith("teeny_ir.core"):
+            for name in _imports(path, top_level_only=True):
+                if name.split(".")[0] in OURS:
+                    assert name.startswith("teeny_ir.core"), (module, name)
+                else:
+                    assert name.split(".")[0] in sys.stdlib_module_names, (module, name)
 
 
 def test_package_init_is_lazy() -> None:
@@ -111,5 +171,22 @@ def test_parse_and_print_import_nothing_heavy() -> None:
         "assert not heavy, heavy\n"
         "unused = [n for n in ('xdsl.dialects.arith', 'xdsl.transforms') if n in sys.modules]\n"
         "assert not unused, unused\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT)
+
+
+def test_kernel_dialect_loads_no_graph_module() -> None:
+    script = (
+        "import sys, teeny_ir\n"
+        "m = teeny_ir.parse_module('func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {\\n'\n"
+        "  '  %y = kernel.launch \"elementwise\" (%x) {OP = \"relu\", BLOCK = 1024} params [] '\n"
+        "  'args [x = in0, y = in0, out = out0, numel = \"B * 4\", size1 = \"1\", size2 = \"1\", '\n"
+        "  'size3 = \"4\", x_stride0 = \"4\", x_stride1 = \"4\", x_stride2 = \"4\", '\n"
+        "  'x_stride3 = \"1\", y_stride0 = \"4\", y_stride1 = \"4\", y_stride2 = \"4\", '\n"
+        "  'y_stride3 = \"1\"] grid [\"cdiv(B * 4, 1024)\", \"1\", \"1\"] warps 4 stages 1 '\n"
+        "  ': (tensor<?x4xf32>) -> tensor<?x4xf32>\\n  func.return %y : tensor<?x4xf32>\\n}\\n')\n"
+        "teeny_ir.print_module(m)\n"
+        "graph = sorted(n for n in sys.modules if n.startswith('dialects.graph'))\n"
+        "assert not graph, graph\n"
     )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT)

@@ -15,12 +15,13 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 
 from dialects.kernel import LaunchOp, WeightOp
-from passes.lower_graph_to_kernel import broadcast_strides, gemm_launch_config
 from teeny_ir import DiagnosticError, PassManager, parse_module, print_module, reference
-from teeny_ir.derivations import evaluate
-from teeny_ir.diagnostics import loc_of
-from teeny_ir.expressions import eval_text
-from teeny_ir.kernel_families import ELEMENTWISE_OPS
+from teeny_ir.core import pointwise
+from teeny_ir.core.derivations import evaluate
+from teeny_ir.core.diagnostics import loc_of
+from teeny_ir.core.expressions import eval_text
+from teeny_ir.kernels.conv1x1_gemm.tiles import launch_config as gemm_launch_config
+from teeny_ir.kernels.elementwise.lowering import broadcast_strides
 
 Q = DYNAMIC_INDEX
 Array = np.ndarray
@@ -106,10 +107,10 @@ def test_slice_lowers_to_the_launch_plan() -> None:
     gemm, add, silu = launches
     assert [s.name for s in gemm.param_slots] == ["w", "scale", "shift"]
     assert gemm.param_slots[0].derivation.kind == "reshape"
-    assert gemm.constexpr_values["ACTIVATION"] == 1  # the first silu fused into the conv
+    assert gemm.constexpr_values["ACTIVATION"] == "silu"  # the first silu fused into the conv
     assert gemm.grid == ("B * cdiv(63, 64) * cdiv(37, 64)", "1", "1")
     assert (gemm.num_warps, gemm.num_stages) == (4, 2)
-    assert add.constexpr_values["OP"] == 3 and dict(add.arg_bindings)["numel"] == "B * 2331"
+    assert add.constexpr_values["OP"] == "add" and dict(add.arg_bindings)["numel"] == "B * 2331"
     assert add.operands[0] is gemm.results[0] and silu.operands[0] is add.results[0]
     assert not any(op.name.startswith("graph.") for op in lowered.walk())
 
@@ -189,16 +190,9 @@ def _elementwise(launch: LaunchOp, inputs: Sequence[Array], batch: int) -> Array
         strides = [int(args[f"{name}_stride{k}"]) for k in range(4)]
         return source[i0 * strides[0] + i1 * strides[1] + i2 * strides[2] + i3 * strides[3]]
 
-    a, op = load("x"), launch.constexpr_values["OP"]
-    ops = {v: k for k, v in ELEMENTWISE_OPS.items()}
-    sigmoid = 1 / (1 + np.exp(-a))
-    result = {
-        "silu": lambda: a * sigmoid,
-        "relu": lambda: np.maximum(a, 0),
-        "sigmoid": lambda: sigmoid,
-        "add": lambda: a + load("y"),
-        "mul": lambda: a * load("y"),
-    }[ops[op]]()
+    entry, options = pointwise.parse_spelling(str(launch.constexpr_values["OP"]))
+    operands = [load("x")] if entry.arity == 1 else [load("x"), load("y")]
+    result: Array = entry.evaluate(np, operands, options)
     return result
 
 
@@ -212,8 +206,11 @@ def _gemm(
     x = inputs[0].reshape(batch, c_in, m)
     acc = np.einsum("oc,bcm->bom", params["w"], x)
     v = params["scale"][None, :, None] * acc + params["shift"][None, :, None]
-    activation = launch.constexpr_values["ACTIVATION"]
-    return [v, v / (1 + np.exp(-v)), np.maximum(v, 0), 1 / (1 + np.exp(-v))][activation]
+    activation = str(launch.constexpr_values["ACTIVATION"])
+    if activation == pointwise.NO_ACTIVATION:
+        return v
+    result: Array = pointwise.BY_NAME[activation].evaluate(np, [v], {})
+    return result
 
 
 def simulate(

@@ -9,7 +9,7 @@ activations stay large through the network. With the default initialisation,
 YOLOv8n's outputs are nearly all the head's biases, which would hide mistakes;
 the test asserts that the outputs vary a lot per channel with the scaled weights.
 
-The PyTorch reference runs in float64; tolerance (ARCHITECTURE.md, whole models):
+The PyTorch reference runs in float64; tolerance (docs/architecture.md, whole models):
 ``max|got - ref| <= 1e-4 * max(1, max|ref|)``, outputs finite, same shapes.
 """
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import teeny_ir
-from teeny_ir.pass_manager import PassManager
+from teeny_ir.driver.pass_manager import PassManager
 
 from .conftest import FunctionOnlyPass, OptionsPass, run_opt
 
@@ -169,9 +169,9 @@ def test_dump_pass_pipeline_round_trips(test_passes: None) -> None:
 def test_option_values_round_trip(
     count: int, ratio: float, flag: bool, label: str, sizes: tuple[int, ...], mode: str
 ) -> None:
-    from teeny_ir import registry
+    from teeny_ir.driver import pass_registry
 
-    registry.register(registry.PassEntry(OptionsPass.name, lambda: OptionsPass))
+    pass_registry.register(pass_registry.PassEntry(OptionsPass.name, lambda: OptionsPass))
     try:
         original = OptionsPass(count, ratio, flag, label, sizes, mode)  # type: ignore[arg-type]
         manager = PassManager(PassManager.parse("").root)
@@ -181,7 +181,7 @@ def test_option_values_round_trip(
         assert reparsed.root.children == [original], text
         assert reparsed.pipeline_string() == text
     finally:
-        registry.unregister(OptionsPass.name)
+        pass_registry.unregister(OptionsPass.name)
 
 
 def test_timing_and_ir_dumps_go_to_stderr() -> None:

@@ -1,4 +1,4 @@
-"""Tests for teeny_ir.pipeline_syntax: parsing, printing, errors, round-trips."""
+"""Tests for teeny_ir.driver.pipeline_syntax: parsing, printing, errors, round-trips."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from teeny_ir.pipeline_syntax import (
+from teeny_ir.driver.pipeline_syntax import (
     MAX_DEPTH,
     NestedSpec,
     PassSpec,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import string
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from teeny_ir import derivations
-from teeny_ir.kernel_families import FAMILIES
-from teeny_ir.plan import (
+from teeny_ir.backend.plan import (
     SCHEMA,
+    VERSION,
     Arg,
     KernelSpec,
     LaunchSpec,
@@ -34,6 +32,9 @@ from teeny_ir.plan import (
     sha256_of,
     write_plan,
 )
+from teeny_ir.core import derivations
+from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.render import render
 
 C_IN, C_OUT, H, W = 5, 6, 3, 7
 M = H * W
@@ -41,11 +42,13 @@ EPS = 1e-3
 PREFIX = "model.0."
 
 
-def _kernel(directory: Path, family: str, ordinal: int, constexprs: dict[str, int]) -> KernelSpec:
+def _kernel(
+    directory: Path, family: str, ordinal: int, constexprs: dict[str, int | str]
+) -> KernelSpec:
     name = f"{family}_{ordinal}"
     path = directory / "kernels" / f"{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(string.Template(FAMILIES[family].template()).substitute(kernel_name=name))
+    path.write_text(render(FAMILIES[family], name, constexprs))
     return KernelSpec(name, family, f"kernels/{name}.py", constexprs, sha256_of(path))
 
 
@@ -55,9 +58,9 @@ def write_fixture(directory: Path) -> Plan:
         directory,
         "conv1x1_gemm",
         0,
-        {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": 1},
+        {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": "silu"},
     )
-    add = _kernel(directory, "elementwise", 0, {"OP": 3, "BLOCK": 128})
+    add = _kernel(directory, "elementwise", 0, {"OP": "add", "BLOCK": 128})
     bn = [f"{PREFIX}bn.{n}" for n in ("weight", "bias", "running_mean", "running_var")]
     params = (
         ParamSpec("p0", (C_OUT, C_IN), derivations.reshape(f"{PREFIX}conv.weight", (C_OUT, C_IN))),
@@ -175,7 +178,7 @@ def test_plan_text_is_sorted_indented_and_ends_with_a_newline(plan_dir: Path) ->
     text = (plan_dir / "plan.json").read_text()
     data = json.loads(text)
     assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"
-    assert data["format"] == "teeny-ir-plan" and data["version"] == 1
+    assert data["format"] == "teeny-ir-plan" and data["version"] == VERSION
     assert "compiled" not in data["kernels"][0]
 
 
@@ -200,7 +203,9 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
 
 
 REJECTIONS = [
-    ("version", _set("version", 2), "does not match the plan schema at version"),
+    ("older version", _set("version", VERSION - 1), f"is plan version {VERSION - 1}, but this"),
+    ("newer version", _set("version", VERSION + 1), f"reads version {VERSION}"),
+    ("version type", _set("version", "2"), "does not match the plan schema at version"),
     ("format", _set("format", "other"), "plan schema at format"),
     ("extra key", _set("launches/0/extra", 1), "plan schema at launches/0"),
     ("warps type", _set("launches/0/num_warps", "4"), "plan schema at launches/0/num_warps"),
@@ -243,8 +248,11 @@ REJECTIONS = [
     ("slot vs derivation", _set("params/1/shape", [C_OUT + 1]), "but its derivation gives [6]"),
     ("bad derivation", _set("params/1/derivation/sources", ["a"]), "takes 2 source weights"),
     ("missing constexpr", lambda d: d["kernels"][0]["constexprs"].pop("GROUP_M"), "constexprs"),
-    ("constexpr choice", _set("kernels/1/constexprs/OP", 9), "OP=9 is not one of"),
-    ("power of two", _set("kernels/1/constexprs/BLOCK", 100), "BLOCK=100 is not a power of two"),
+    ("constexpr type", _set("kernels/1/constexprs/OP", 9), "must name a pointwise-table entry"),
+    ("unknown op", _set("kernels/1/constexprs/OP", "exp"), "'exp' is not an entry"),
+    ("code in an op", _set("kernels/1/constexprs/OP", "add(x=os)"), "unexpected option 'x'"),
+    ("activation", _set("kernels/0/constexprs/ACTIVATION", "add"), "'add' is not one of none"),
+    ("power of two", _set("kernels/1/constexprs/BLOCK", 100), "'BLOCK' = 100 must be a power of two"),
     ("hash mismatch", _set("kernels/0/source_sha256", "0" * 64), "but the plan records"),
     ("escaping path", _set("kernels/0/file", "../outside.py"), "must be a relative path inside"),
     ("absolute path", _set("kernels/0/file", "/etc/passwd"), "must be a relative path inside"),

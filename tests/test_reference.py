@@ -1,7 +1,7 @@
 """The reference interpreter against PyTorch, op by op, at batch 1 and 3; its input
 and weight validation; and the slice example end to end.
 
-Tolerance (ARCHITECTURE.md): outputs finite, same shapes, and
+Tolerance (docs/architecture.md): outputs finite, same shapes, and
 ``max|got - ref| <= tol * max(1, max|ref|)``, tol 1e-5 for elementwise ops and
 1e-4 for anything with a reduction.
 """
@@ -20,9 +20,9 @@ import pytest
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 
 import teeny_ir
-from dialects.graph import broadcast_shapes, infer_conv2d_shape
+from dialects.graph.shapes import broadcast_shapes, infer_conv2d_shape
 from teeny_ir import reference
-from teeny_ir.diagnostics import DiagnosticError
+from teeny_ir.core.diagnostics import DiagnosticError
 
 REPO = Path(__file__).resolve().parent.parent
 SLICE = REPO / "examples" / "slice"

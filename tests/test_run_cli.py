@@ -1,4 +1,5 @@
-"""``teeny-run``: end to end through the console script, and its error lines."""
+"""``teeny-run``: end to end through the console script, its error lines, and
+``--backend`` (choices from the registry; cuda refusing in one sentence)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,16 @@ import io
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from teeny_ir.run_cli import run
+from teeny_ir.driver.run import run
+from teeny_ir.runtime import backends
+from teeny_ir.runtime.backends import cuda
 
 TEENY_RUN = str(Path(sys.executable).with_name("teeny-run"))
 
@@ -92,12 +96,6 @@ def test_bad_input_is_one_line_and_exit_1_in_a_real_process(case: Path) -> None:
 ERRORS = [
     ("no output", lambda c: _argv(c), "the following arguments are required: -o"),
     (
-        "cuda",
-        lambda c: _argv(c, "-o", str(c / "o.npz"), "--backend", "cuda"),
-        "the cuda backend (launching AOT-compiled cubins) is a later issue; "
-        "use the interpreter backend",
-    ),
-    (
         "unknown backend",
         lambda c: _argv(c, "-o", str(c / "o.npz"), "--backend", "gpu"),
         "argument --backend: invalid choice: 'gpu'",
@@ -158,7 +156,7 @@ def test_output_replaces_a_regular_file(case: Path) -> None:
 def test_worker_failure_is_exit_2(case: Path) -> None:
     import json
 
-    from teeny_ir.plan import sha256_of
+    from teeny_ir.backend.plan import sha256_of
 
     source = case / "plan" / "kernels" / "elementwise_0.py"
     source.write_text(source.read_text().replace("tl.store(", "tl.store(undefined_name + "))
@@ -171,4 +169,111 @@ def test_worker_failure_is_exit_2(case: Path) -> None:
     assert stderr.startswith("teeny-run: error: the interpreter worker failed (exit status 1):")
     assert stderr.rstrip().splitlines()[-1].startswith("error: ")
     assert "undefined_name" in stderr
+    assert not (case / "out.npz").exists()
+
+
+class _DoublingBackend:
+    """A registered backend that doubles ``in0`` and ``in1``."""
+
+    name = "doubling"
+    description = "twice the inputs"
+
+    def available(self) -> str | None:
+        return None
+
+    def run(
+        self, directory: Path, plan: Any, tensors: Any, batch: int, times: dict[str, float]
+    ) -> list[np.ndarray]:
+        return [2 * tensors["in0"], 2 * tensors["in1"]]
+
+
+def test_backend_choices_come_from_the_registry(
+    case: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(backends, "BACKENDS", {**backends.BACKENDS, "doubling": _DoublingBackend()})
+    out = io.StringIO()
+    assert run(["--help"], out, io.StringIO()) == 0
+    assert "{interpreter,cuda,doubling}" in out.getvalue()
+    assert "doubling: twice the inputs" in " ".join(out.getvalue().split())
+    code, stderr = _run(_argv(case, "-o", str(case / "out.npz"), "--backend", "doubling"))
+    assert (code, stderr) == (0, "")
+    with np.load(case / "out.npz", allow_pickle=False) as data:
+        np.testing.assert_array_equal(data["output_0"], 2 * np.load(case / "a.npy"))
+    monkeypatch.setattr(backends, "BACKENDS", {"interpreter": backends.BACKENDS["interpreter"]})
+    code, stderr = _run(_argv(case, "-o", str(case / "out.npz"), "--backend", "cuda"))
+    assert code == 1 and "invalid choice: 'cuda'" in stderr and "doubling" not in stderr
+
+
+def _no_cuda_python() -> Any:
+    raise ModuleNotFoundError("No module named 'cuda'", name="cuda")
+
+
+def _no_gpu() -> Any:
+    class CUresult(int):
+        CUDA_SUCCESS = 0
+
+    return SimpleNamespace(
+        CUresult=CUresult, cuInit=lambda flags: (0,), cuDeviceGetCount=lambda: (0, 0)
+    )
+
+
+def _gpu() -> Any:
+    return SimpleNamespace(
+        CUresult=SimpleNamespace(CUDA_SUCCESS=0),
+        cuInit=lambda flags: (0,),
+        cuDeviceGetCount=lambda: (0, 1),
+    )
+
+
+CUDA_CASES = [
+    ("cuda-python missing", _no_cuda_python, cuda.NEEDS_CUDA_PYTHON),
+    (
+        "no gpu",
+        _no_gpu,
+        "the cuda backend cannot run here: no CUDA GPU is visible "
+        "(cuDeviceGetCount found 0 devices)",
+    ),
+    ("gpu but no launcher", _gpu, cuda.NO_LAUNCHER),
+]
+
+
+@pytest.mark.parametrize(
+    ("load_driver", "message"), [c[1:] for c in CUDA_CASES], ids=[c[0] for c in CUDA_CASES]
+)
+def test_cuda_is_one_sentence_and_exit_1(
+    case: Path, monkeypatch: pytest.MonkeyPatch, load_driver: Any, message: str
+) -> None:
+    monkeypatch.setattr(cuda, "_load_driver", load_driver)
+    code, stderr = _run(_argv(case, "-o", str(case / "out.npz"), "--backend", "cuda"))
+    assert (code, stderr) == (1, f"teeny-run: error: {message}\n")
+    assert not (case / "out.npz").exists()
+
+
+def test_cuda_fails_before_reading_the_inputs(case: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cuda, "_load_driver", _no_cuda_python)
+    argv = [
+        *_argv(case)[:-1],
+        str(case / "none.npy"),
+        "-o",
+        str(case / "o.npz"),
+        "--backend",
+        "cuda",
+    ]
+    assert _run(argv) == (1, f"teeny-run: error: {cuda.NEEDS_CUDA_PYTHON}\n")
+
+
+def test_cuda_on_this_machine_in_a_real_process(case: Path) -> None:
+    """Unpatched, whatever this machine has (no cuda-python, no GPU, or a GPU and
+    no launcher): exit 1 and one line naming the cuda backend."""
+    result = subprocess.run(
+        [TEENY_RUN, *_argv(case, "-o", str(case / "out.npz"), "--backend", "cuda")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("teeny-run: error: the cuda backend ")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+    for word in ("later", "not implemented", "yet"):
+        assert word not in result.stderr
     assert not (case / "out.npz").exists()

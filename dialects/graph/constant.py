@@ -11,8 +11,8 @@ from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, result_def, t
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import parse_attr_dict
 from dialects.graph.shapes import check_result, check_tensor
+from teeny_ir.ir.format import parse_attr_dict
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, TensorType, f32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -20,17 +20,6 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.derive import DerivationAttr
-from dialects.graph.format import (
-    OptionParser,
-    OptionsFormatOp,
-    derivation_option,
-    i64_array,
-    i64_array_prop,
-    int_array_option,
-    keyword_option,
-    parse_i64,
-    value_type,
-)
 from dialects.graph.shapes import (
     DEFAULT_DILATION,
     DEFAULT_GROUPS,
@@ -44,10 +33,25 @@ from dialects.graph.shapes import (
     infer_conv2d_shape,
     is_gemm_conv,
 )
-from teeny_ir.derivations import Derivation
+from teeny_ir.core import pointwise
+from teeny_ir.core.derivations import Derivation
+from teeny_ir.ir.format import (
+    OptionParser,
+    OptionsFormatOp,
+    i64_array,
+    i64_array_prop,
+    int_array_option,
+    keyword_option,
+    parse_i64,
+    value_type,
+)
 
-ACTIVATIONS = ("silu", "relu", "sigmoid")
-"""Epilogue activations of `FusedConv2dOp` (absent: none)."""
+if TYPE_CHECKING:
+    from xdsl.parser import Parser
+
+ACTIVATIONS = pointwise.epilogue_names()
+"""Epilogue activations of `FusedConv2dOp` (absent: none): the pointwise table's
+epilogue entries."""
 CONV_ALGORITHMS = ("gemm", "depthwise", "implicit-gemm")
 """Values of `FusedConv2dOp`'s ``algorithm``, chosen by select-conv-algorithm."""
 
@@ -143,6 +147,20 @@ class ConvOptionsOp(OptionsFormatOp):
         return shape
 
 
+
+
+def derivation_option(name: str) -> OptionParser:
+    """Parser for a ``#derive.param<...>`` attribute."""
+
+    def parse(parser: Parser) -> Attribute:
+        start = parser.pos
+        attr = parser.parse_attribute()
+        if not isinstance(attr, DerivationAttr):
+            parser.raise_error(f"expected {name} to be a #derive.param<...>", start, parser.pos)
+        return attr
+
+    return parse
+
 @irdl_op_definition
 class Conv2dOp(ConvOptionsOp):
     """2-D cross-correlation over NCHW input, as ``torch.nn.functional.conv2d``.
@@ -212,15 +230,15 @@ class FusedConv2dOp(ConvOptionsOp):
 
     ``conv2d`` is `Conv2dOp` without bias (same options and shape rule). ``scale``
     and ``shift`` are derivations (``#derive.param<...>``, evaluated by
-    `teeny_ir.derivations.evaluate`) of shape [C_out]: an inference BN fold
+    `teeny_ir.core.derivations.evaluate`) of shape [C_out]: an inference BN fold
     gives ``bn_scale``/``bn_shift`` (a conv bias folded into the shift), a bias
-    alone ``fill(1.0)``/``identity(bias)``. ``activation`` is silu, relu or
-    sigmoid (absent: none). select-conv-algorithm sets ``algorithm`` (gemm,
+    alone ``fill(1.0)``/``identity(bias)``. ``activation`` names an epilogue
+    entry of the pointwise table (`teeny_ir.core.pointwise`; absent: none). select-conv-algorithm sets ``algorithm`` (gemm,
     depthwise, implicit-gemm) and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K], which
     are set together; ``gemm`` needs `is_gemm_conv`.
 
         %y = graph.fused_conv2d %x, %w scale #derive.param<...>
-            shift #derive.param<...> activation silu algorithm gemm
+            shift #derive.param<...> algorithm gemm
             tiles [64, 64, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>)
             -> tensor<?x16x4x4xf32>
     """
@@ -298,7 +316,8 @@ class FusedConv2dOp(ConvOptionsOp):
                 )
         if self.activation_attr is not None and self.activation not in ACTIVATIONS:
             raise VerifyException(
-                f"expected activation to be one of {', '.join(ACTIVATIONS)}, got '{self.activation}'"
+                "expected activation to be an epilogue entry of the pointwise table, "
+                f"got '{self.activation}' (entries: {', '.join(ACTIVATIONS)})"
             )
         if (self.algorithm_attr is None) != (self.tiles_attr is None):
             raise VerifyException("expected 'algorithm' and 'tiles' to be set together")

@@ -21,7 +21,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import (
+from dialects.graph.shapes import broadcast_shapes, check_channel_vector, check_result, check_tensor
+from teeny_ir.ir.format import (
     OptionParser,
     OptionsFormatOp,
     f64_attr,
@@ -32,7 +33,6 @@ from dialects.graph.format import (
     print_options,
     value_type,
 )
-from dialects.graph.shapes import broadcast_shapes, check_channel_vector, check_result, check_tensor
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser

@@ -10,7 +10,6 @@ from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_d
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import OptionsFormatOp, value_type
 from dialects.graph.shapes import (
     Shape,
     broadcast_shapes,
@@ -20,6 +19,7 @@ from dialects.graph.shapes import (
     check_tensor,
     format_shape,
 )
+from teeny_ir.ir.format import OptionsFormatOp, value_type
 
 
 def infer_linear_shape(input_shape: Sequence[int], weight_shape: Sequence[int]) -> Shape:

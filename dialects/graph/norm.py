@@ -19,7 +19,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import OptionParser, OptionsFormatOp, f64_attr, value_type
 from dialects.graph.shapes import (
     DEFAULT_EPS,
     DEFAULT_MOMENTUM,
@@ -27,6 +26,7 @@ from dialects.graph.shapes import (
     check_result,
     check_tensor,
 )
+from teeny_ir.ir.format import OptionParser, OptionsFormatOp, f64_attr, value_type
 
 
 @irdl_op_definition

@@ -9,8 +9,8 @@ from xdsl.irdl import IRDLOperation, irdl_op_definition, prop_def, result_def, t
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
 from dialects.graph.shapes import check_tensor
+from teeny_ir.ir.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser

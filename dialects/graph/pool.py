@@ -19,14 +19,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import (
-    OptionParser,
-    OptionsFormatOp,
-    i64_array,
-    i64_array_prop,
-    int_array_option,
-    value_type,
-)
 from dialects.graph.shapes import (
     DEFAULT_DILATION,
     DEFAULT_PADDING,
@@ -36,6 +28,14 @@ from dialects.graph.shapes import (
     check_shape,
     check_tensor,
     check_window_options,
+)
+from teeny_ir.ir.format import (
+    OptionParser,
+    OptionsFormatOp,
+    i64_array,
+    i64_array_prop,
+    int_array_option,
+    value_type,
 )
 
 

@@ -32,8 +32,8 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import OptionParser, OptionsFormatOp, parse_i64, value_type
 from dialects.graph.shapes import Shape, check_result, check_shape, check_tensor, format_shape
+from teeny_ir.ir.format import OptionParser, OptionsFormatOp, parse_i64, value_type
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser

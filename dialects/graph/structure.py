@@ -4,7 +4,7 @@
 One batch rule for all five: a dynamic batch (``?`` at dimension 0) stays at
 dimension 0, unchanged. Concatenating or splitting along it, reshaping or
 flattening it into another dimension, and permuting it elsewhere are verifier
-errors for now (folding the batch is a later issue); a static dimension 0 is an
+errors (folding the batch into another dimension is not supported); a static dimension 0 is an
 ordinary dimension. Axes are stored non-negative; the Python builders accept
 negative axes, as PyTorch does, and normalise them.
 """
@@ -36,7 +36,6 @@ from xdsl.irdl import (
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.format import OptionParser, OptionsFormatOp, parse_i64, value_type
 from dialects.graph.shapes import (
     Shape,
     check_result,
@@ -47,6 +46,7 @@ from dialects.graph.shapes import (
     infer_split_shapes,
     infer_transpose_shape,
 )
+from teeny_ir.ir.format import OptionParser, OptionsFormatOp, parse_i64, value_type
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser

@@ -7,7 +7,7 @@ with the numpy reference interpreter at batch 1 and 3.
 
 Prints the kernel IR, the kernels and launches of the plan, the max error of
 every output and the time of every stage; exits 1 if any output misses the
-tolerance (ARCHITECTURE.md: max|got - ref| <= 1e-4 * max(1, max|ref|)).
+tolerance (docs/architecture.md: max|got - ref| <= 1e-4 * max(1, max|ref|)).
 
 Usage: python examples/slice/run_slice.py [--out-dir build/slice] [--batches 1 3]
 """
@@ -24,8 +24,8 @@ from safetensors.numpy import load_file
 
 import teeny_ir
 from teeny_ir import reference, runtime
-from teeny_ir.pass_manager import Instrumentation, Timing
-from teeny_ir.plan import load_plan
+from teeny_ir.backend.plan import load_plan
+from teeny_ir.driver.pass_manager import Instrumentation, Timing
 
 HERE = Path(__file__).resolve().parent
 TOLERANCE = 1e-4

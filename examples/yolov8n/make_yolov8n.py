@@ -39,9 +39,9 @@ import numpy as np
 from safetensors.numpy import save
 from xdsl.dialects.builtin import ModuleOp, TensorType
 
-from dialects.graph import ParamOp
+from dialects.graph.param import ParamOp
 from teeny_ir import GraphBuilder, print_module
-from teeny_ir.builder import Value
+from teeny_ir.frontend.graph_builder import Value
 
 HERE = Path(__file__).resolve().parent
 IMAGE_SIZE = 64

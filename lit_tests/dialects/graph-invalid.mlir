@@ -585,8 +585,8 @@ func.func @fused_result(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
 // -----
 
 func.func @fused_activation(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
-  // expected-error@+1 {{expected activation to be one of silu, relu, sigmoid, got 'tanh'}}
-  %y = "graph.fused_conv2d"(%x, %w) <{scale = #derive.param<fill(1.0) : [16]>, shift = #derive.param<fill(0.0) : [16]>, activation = "tanh"}> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  // expected-error@+1 {{expected activation to be an epilogue entry of the pointwise table, got 'gelu'}}
+  %y = "graph.fused_conv2d"(%x, %w) <{scale = #derive.param<fill(1.0) : [16]>, shift = #derive.param<fill(0.0) : [16]>, activation = "gelu"}> : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
   func.return
 }
 
@@ -657,8 +657,8 @@ func.func @fused_missing_shift(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>
 // -----
 
 func.func @parse_fused_activation(%x: tensor<?x8x4x4xf32>, %w: tensor<16x8x1x1xf32>) {
-  // expected-error@+1 {{expected activation to be one of silu, relu, sigmoid}}
-  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> activation tanh : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  // expected-error@+1 {{expected activation to be one of}}
+  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [16]> shift #derive.param<fill(0.0) : [16]> activation gelu : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
   func.return
 }
 

@@ -45,7 +45,7 @@ func.func @weight_not_a_tensor() {
 
 func.func @unknown_family(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{unknown kernel family 'softmax' (known: conv1x1_gemm, elementwise)}}
-  %y = kernel.launch "softmax" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "softmax" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -53,7 +53,7 @@ func.func @unknown_family(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @operand_dtype(%x: tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{operand #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), got tensor<?x4x4x4xf16>}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -61,7 +61,7 @@ func.func @operand_dtype(%x: tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32> {
 
 func.func @result_dynamic_channel(%x: tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32> {
   // expected-error@+1 {{result #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), got tensor<?x?x4x4xf32>}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32>
   func.return %y : tensor<?x?x4x4xf32>
 }
 
@@ -69,7 +69,7 @@ func.func @result_dynamic_channel(%x: tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32
 
 func.func @constexpr_unknown(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{family 'elementwise' has no constexpr 'BLOCK_M' (its constexprs: OP, BLOCK)}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024, BLOCK_M = 64} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024, BLOCK_M = 64} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -77,7 +77,7 @@ func.func @constexpr_unknown(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @constexpr_missing(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{missing constexpr 'BLOCK' of family 'elementwise'}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu"} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -85,15 +85,15 @@ func.func @constexpr_missing(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @constexpr_type(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{constexpr 'BLOCK' must be an i64 integer, got 1024 : i32}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024 : i32} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024 : i32} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
 // -----
 
 func.func @constexpr_choice(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
-  // expected-error@+1 {{constexpr 'OP' = 7 is not one of 0, 1, 2, 3, 4}}
-  %y = kernel.launch "elementwise" (%x) {OP = 7, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  // expected-error@+1 {{constexpr 'OP': 'exp' is not an entry of the pointwise table}}
+  %y = kernel.launch "elementwise" (%x) {OP = "exp", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -101,7 +101,7 @@ func.func @constexpr_choice(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @constexpr_power_of_two(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{constexpr 'BLOCK' = 1000 must be a power of two}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1000} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1000} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -111,7 +111,7 @@ func.func @constexpr_minimum(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{constexpr 'BLOCK_K' = 4 is below its minimum 8}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 4, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 4, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -121,7 +121,7 @@ func.func @slot_name(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot name 'a.b' is not an identifier}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params ["a.b" : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params ["a.b" : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -131,7 +131,7 @@ func.func @slot_twice(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w' is declared twice}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, w : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, w : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -141,7 +141,7 @@ func.func @slot_type(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w' must be a static f32 tensor with sizes >= 1, got tensor<?x8xf32>}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<?x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<?x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -151,7 +151,7 @@ func.func @slot_shape(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w' has shape [8, 16] but its derivation gives [16, 8]}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<8x16xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<8x16xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -161,7 +161,7 @@ func.func @args_count(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{family 'conv1x1_gemm' takes 10 arguments (x, w, scale, shift, y, B, C_IN, C_OUT, M, y_row_stride), got 9 bindings}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -171,7 +171,7 @@ func.func @args_order(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument binding #1 names 'scale', expected 'w' (the family's ABI order: x, w, scale, shift, y, B, C_IN, C_OUT, M, y_row_stride)}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, scale = param.scale, w = param.w, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, scale = param.scale, w = param.w, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -181,7 +181,7 @@ func.func @input_bound_to_param(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'x' (kind input) must bind to in<N>, got 'param.w'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = param.w, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = param.w, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -191,7 +191,7 @@ func.func @param_bound_to_input(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'w' (kind param) must bind to param.<slot>, got 'in0'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = in0, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = in0, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -201,7 +201,7 @@ func.func @output_bound_to_expression(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'y' (kind output) must bind to out<N>, got 'B'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = "B", B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = "B", B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -211,7 +211,7 @@ func.func @unknown_slot(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'shift' binds to unknown parameter slot 'bias'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.bias, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.bias, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -221,7 +221,7 @@ func.func @input_out_of_range(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'x' binds to in1, but the launch has 1 operand}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in1, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in1, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -231,7 +231,7 @@ func.func @output_out_of_range(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> 
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'y' binds to out1, but the launch has 1 result}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out1, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out1, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -241,7 +241,7 @@ func.func @dim_not_expression(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'M' = '4 *' is not an expression: expected a number, a symbol or '(', found 'end' in '4 *'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "4 *", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "4 *", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -251,7 +251,7 @@ func.func @dim_symbol(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'M' = 'H * W' uses symbol 'H': only the batch 'B' may appear}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "H * W", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "H * W", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -259,7 +259,7 @@ func.func @dim_symbol(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 
 func.func @operand_unbound(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{operand #1 is not bound to any input argument}}
-  %y = kernel.launch "elementwise" (%x, %x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x, %x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -267,7 +267,7 @@ func.func @operand_unbound(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @result_unbound(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{result #1 is not bound to any output argument}}
-  %y, %unused = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>)
+  %y, %unused = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>)
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -277,7 +277,7 @@ func.func @slot_unbound(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'bias' is not bound to any argument}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>, bias : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>, bias : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -285,7 +285,7 @@ func.func @slot_unbound(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 
 func.func @num_warps(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{num_warps must be a power of two in 1..32, got 3}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 3 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 3 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -293,7 +293,7 @@ func.func @num_warps(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @num_warps_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{num_warps must be a power of two in 1..32, got 64}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 64 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 64 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -301,7 +301,7 @@ func.func @num_warps_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
 
 func.func @num_stages(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{num_stages must be >= 1, got 0}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 0 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 0 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -309,7 +309,7 @@ func.func @num_stages(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_rank(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{expected 3 grid expressions (x, y, z), got 2}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -317,7 +317,7 @@ func.func @grid_rank(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_not_expression(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[0] = '__import__(os)' is not an expression: call of '__import__' is not allowed (functions: cdiv, floordiv, min, max)}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["__import__(os)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["__import__(os)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -325,7 +325,7 @@ func.func @grid_not_expression(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_symbol(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[1] = 'numel' uses symbol 'numel': only the batch 'B' may appear}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "numel", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "numel", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -333,7 +333,7 @@ func.func @grid_symbol(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @dim_evaluation(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{argument 'size1' = 'cdiv(B, 0)' cannot be evaluated at B = 1: division by zero in cdiv}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "cdiv(B, 0)", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "cdiv(B, 0)", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -341,7 +341,7 @@ func.func @dim_evaluation(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_evaluation(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[2] = 'floordiv(1, B - 1)' cannot be evaluated at B = 1: division by zero in floordiv}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "floordiv(1, B - 1)"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "floordiv(1, B - 1)"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -349,7 +349,7 @@ func.func @grid_evaluation(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @dim_negative(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{argument 'x_stride1' = '16 - B' is -1 at B = 17, outside [0, 2147483647] (i32 sizes and strides)}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16 - B", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16 - B", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -357,7 +357,7 @@ func.func @dim_negative(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @dim_overflow(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{argument 'numel' = 'B * 40000000' is 2160000000 at B = 54, outside [0, 2147483647] (i32 sizes and strides)}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 40000000", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 40000000, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 40000000", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 40000000, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -365,7 +365,7 @@ func.func @dim_overflow(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_zero(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[1] = 'B - 1' is 0 at B = 1: each grid dimension must be >= 1}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "B - 1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "B - 1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -373,7 +373,7 @@ func.func @grid_zero(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[2] = 'B * 1024' is 65536 at B = 64, above the hardware limit 65535}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "B * 1024"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "B * 1024"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -381,7 +381,7 @@ func.func @grid_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_one_short(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[0] = 'cdiv(B * 64, 1024) - floordiv(B, 64)' is 3 at B = 64, but the tile model of 'elementwise' needs cdiv(numel, BLOCK) = 4}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024) - floordiv(B, 64)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024) - floordiv(B, 64)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -391,7 +391,7 @@ func.func @gemm_grid_short(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{grid[0] = 'B' is 1 at B = 1, but the tile model of 'conv1x1_gemm' needs cdiv(B, 1) * cdiv(M, BLOCK_M) * cdiv(C_OUT, BLOCK_N) = 2}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "65", y_row_stride = "65"] grid ["B", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "65", y_row_stride = "65"] grid ["B", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -400,7 +400,7 @@ func.func @gemm_grid_short(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 func.func @weight_undeclared(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   // expected-error@+1 {{parameter slot 'shift' reads weight 'b', which no kernel.weight of the enclosing function declares}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -410,7 +410,7 @@ func.func @weight_shape(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x4x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w': weight 'w' has shape [16, 4, 1, 1], expected 128 elements as [16, 8]}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -420,7 +420,7 @@ func.func @weight_identity_shape(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<4x4xf32>
   // expected-error@+1 {{parameter slot 'shift': weight 'b' has shape [4, 4], expected 16 elements as [16]}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -430,7 +430,7 @@ func.func @slot_not_a_derivation(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{expected a #derive.param<...> after '='}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = 1.0, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = 1.0, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -446,6 +446,6 @@ func.func @weight_name_not_utf8() {
 
 func.func @warps_too_large(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{warps 9223372036854775808 does not fit in i64}}
-  %y = kernel.launch "elementwise" (%x) {OP = 0, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 9223372036854775808 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 9223372036854775808 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }

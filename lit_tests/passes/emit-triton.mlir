@@ -27,7 +27,7 @@
 // PLAN-NEXT:     "B",
 // PLAN-NEXT:     4,
 // PLAN:      "kernels": [
-// PLAN:          "ACTIVATION": 2,
+// PLAN:          "ACTIVATION": "relu",
 // PLAN:        "family": "conv1x1_gemm",
 // PLAN-NEXT:   "file": "kernels/conv1x1_gemm_0.py",
 // PLAN-NEXT:   "name": "conv1x1_gemm_0",
@@ -70,7 +70,7 @@
 // PLAN:            "value": 1.0
 // PLAN:            "kind": "fill",
 // PLAN:            "value": 0.0
-// PLAN:      "version": 1,
+// PLAN:      "version": 2,
 // PLAN-NEXT: "weights": [
 // PLAN:        "name": "conv.weight\"); import os; #",
 
@@ -94,7 +94,7 @@
 
 func.func @forward(%x: tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32> {
   kernel.weight "conv.weight\"); import os; #" : tensor<8x4x1x1xf32>
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 2}
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "relu"}
       params [w : tensor<8x4xf32> = #derive.param<reshape("conv.weight\"); import os; #") : [8, 4]>,
               scale : tensor<8xf32> = #derive.param<fill(1.0) : [8]>,
               shift : tensor<8xf32> = #derive.param<fill(0.0) : [8]>]
@@ -102,13 +102,13 @@ func.func @forward(%x: tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32> {
             B = "B", C_IN = "4", C_OUT = "8", M = "12", y_row_stride = "12"]
       grid ["B * cdiv(12, 16) * cdiv(8, 16)", "1", "1"] warps 4 stages 2
       : (tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32>
-  %z = kernel.launch "elementwise" (%y) {OP = 1, BLOCK = 128}
+  %z = kernel.launch "elementwise" (%y) {OP = "relu", BLOCK = 128}
       args [x = in0, y = in0, out = out0, numel = "B*96", size1 = "8", size2 = "3", size3 = "4",
             x_stride0 = "96", x_stride1 = "12", x_stride2 = "4", x_stride3 = "1",
             y_stride0 = "96", y_stride1 = "12", y_stride2 = "4", y_stride3 = "1"]
       grid ["cdiv(B*96, 128)", "1", "1"] warps 4 stages 1
       : (tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32>
-  %u = kernel.launch "elementwise" (%z) {OP = 1, BLOCK = 128}
+  %u = kernel.launch "elementwise" (%z) {OP = "relu", BLOCK = 128}
       args [x = in0, y = in0, out = out0, numel = "B * 96", size1 = "8", size2 = "3", size3 = "4",
             x_stride0 = "96", x_stride1 = "12", x_stride2 = "4", x_stride3 = "1",
             y_stride0 = "96", y_stride1 = "12", y_stride2 = "4", y_stride3 = "1"]

@@ -11,16 +11,16 @@
 // CHECK-NEXT:    kernel.weight "model.0.bn.running_var" : tensor<37xf32>
 // CHECK-NEXT:    kernel.weight "model.0.bn.bias" : tensor<37xf32>
 // CHECK-NEXT:    kernel.weight "model.0.bn.running_mean" : tensor<37xf32>
-// CHECK-NEXT:    %[[Y:.*]] = kernel.launch "conv1x1_gemm" (%[[X]]) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = 1}
+// CHECK-NEXT:    %[[Y:.*]] = kernel.launch "conv1x1_gemm" (%[[X]]) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu"}
 // CHECK-SAME:      params [w : tensor<37x37xf32> = #derive.param<reshape("model.0.conv.weight") : [37, 37]>, scale : tensor<37xf32> = #derive.param<bn_scale("model.0.bn.weight", "model.0.bn.running_var") eps 0.001 : [37]>, shift : tensor<37xf32> = #derive.param<bn_shift("model.0.bn.weight", "model.0.bn.bias", "model.0.bn.running_mean", "model.0.bn.running_var") eps 0.001 : [37]>]
 // CHECK-SAME:      args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", C_IN = "37", C_OUT = "37", M = "63", y_row_stride = "63"]
 // CHECK-SAME:      grid ["B * cdiv(63, 64) * cdiv(37, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
-// CHECK-NEXT:    %[[Z:.*]] = kernel.launch "elementwise" (%[[Y]]) {OP = 0, BLOCK = 1024}
+// CHECK-NEXT:    %[[Z:.*]] = kernel.launch "elementwise" (%[[Y]]) {OP = "silu", BLOCK = 1024}
 // CHECK-SAME:      args [x = in0, y = in0, out = out0, numel = "B * 2331", size1 = "37", size2 = "7", size3 = "9", x_stride0 = "2331", x_stride1 = "63", x_stride2 = "9", x_stride3 = "1", y_stride0 = "2331", y_stride1 = "63", y_stride2 = "9", y_stride3 = "1"]
 // CHECK-SAME:      grid ["cdiv(B * 2331, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
-// CHECK-NEXT:    %[[A:.*]] = kernel.launch "elementwise" (%[[Z]], %[[X]]) {OP = 3, BLOCK = 1024}
+// CHECK-NEXT:    %[[A:.*]] = kernel.launch "elementwise" (%[[Z]], %[[X]]) {OP = "add", BLOCK = 1024}
 // CHECK-SAME:      args [x = in0, y = in1, out = out0, numel = "B * 2331", size1 = "37", size2 = "7", size3 = "9", x_stride0 = "2331", x_stride1 = "63", x_stride2 = "9", x_stride3 = "1", y_stride0 = "2331", y_stride1 = "63", y_stride2 = "9", y_stride3 = "1"]
-// CHECK-NEXT:    %[[S:.*]] = kernel.launch "elementwise" (%[[A]]) {OP = 0, BLOCK = 1024}
+// CHECK-NEXT:    %[[S:.*]] = kernel.launch "elementwise" (%[[A]]) {OP = "silu", BLOCK = 1024}
 // CHECK-NEXT:    func.return %[[S]] : tensor<?x37x7x9xf32>
 // CHECK-NOT:     graph.
 func.func @slice_block(%x: tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32> {
@@ -39,14 +39,14 @@ func.func @slice_block(%x: tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32> {
 // CHECK-LABEL: func.func @static_batch
 // CHECK-NEXT:    kernel.weight "w" : tensor<16x8x1x1xf32>
 // CHECK-NEXT:    kernel.weight "b" : tensor<16xf32>
-// CHECK-NEXT:    %[[Y:.*]] = kernel.launch "conv1x1_gemm" (%{{.*}}) {BLOCK_M = 128, BLOCK_N = 128, BLOCK_K = 32, GROUP_M = 8, ACTIVATION = 0}
+// CHECK-NEXT:    %[[Y:.*]] = kernel.launch "conv1x1_gemm" (%{{.*}}) {BLOCK_M = 128, BLOCK_N = 128, BLOCK_K = 32, GROUP_M = 8, ACTIVATION = "none"}
 // CHECK-SAME:      scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>]
 // CHECK-SAME:      B = "2", C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"]
 // CHECK-SAME:      grid ["2 * cdiv(16, 128) * cdiv(16, 128)", "1", "1"] warps 8 stages 2 : (tensor<2x8x4x4xf32>) -> tensor<2x16x4x4xf32>
-// CHECK-NEXT:    %[[R:.*]] = kernel.launch "elementwise" (%[[Y]]) {OP = 1, BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "512", size1 = "16", size2 = "4", size3 = "4", x_stride0 = "256",
+// CHECK-NEXT:    %[[R:.*]] = kernel.launch "elementwise" (%[[Y]]) {OP = "relu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "512", size1 = "16", size2 = "4", size3 = "4", x_stride0 = "256",
 // CHECK-SAME:      grid ["cdiv(512, 1024)", "1", "1"]
-// CHECK-NEXT:    %[[G:.*]] = kernel.launch "elementwise" (%[[R]]) {OP = 2, BLOCK = 1024}
-// CHECK-NEXT:    %[[M:.*]] = kernel.launch "elementwise" (%[[G]], %[[R]]) {OP = 4, BLOCK = 1024}
+// CHECK-NEXT:    %[[G:.*]] = kernel.launch "elementwise" (%[[R]]) {OP = "sigmoid", BLOCK = 1024}
+// CHECK-NEXT:    %[[M:.*]] = kernel.launch "elementwise" (%[[G]], %[[R]]) {OP = "mul", BLOCK = 1024}
 // CHECK-NEXT:    func.return %[[M]]
 // CHECK-NOT:     kernel.weight "unused"
 func.func @static_batch(%x: tensor<2x8x4x4xf32>) -> tensor<2x16x4x4xf32> {
@@ -64,9 +64,9 @@ func.func @static_batch(%x: tensor<2x8x4x4xf32>) -> tensor<2x16x4x4xf32> {
 // Broadcasting: stride 0 where the operand's size is 1 or missing and the
 // output's is not, including a static batch 1 against the dynamic batch.
 // CHECK-LABEL: func.func @broadcasting
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = 3, BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"] grid ["cdiv(B * 36, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<?x4x3x3xf32>
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = 4, BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "0", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "36", y_stride1 = "9", y_stride2 = "3", y_stride3 = "1"]
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = 3, BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "1"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"] grid ["cdiv(B * 36, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<?x4x3x3xf32>
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "mul", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "0", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "36", y_stride1 = "9", y_stride2 = "3", y_stride3 = "1"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "1"]
 func.func @broadcasting(%x: tensor<?x4x3x3xf32>, %c: tensor<4x1x1xf32>, %one: tensor<1x4x3x3xf32>, %row: tensor<3xf32>) -> (tensor<?x4x3x3xf32>, tensor<?x4x3x3xf32>, tensor<?x4x3x3xf32>) {
   %a = graph.add %x, %c : (tensor<?x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<?x4x3x3xf32>
   %b = graph.mul %one, %x : (tensor<1x4x3x3xf32>, tensor<?x4x3x3xf32>) -> tensor<?x4x3x3xf32>
@@ -79,8 +79,8 @@ func.func @broadcasting(%x: tensor<?x4x3x3xf32>, %c: tensor<4x1x1xf32>, %one: te
 // A bias_add whose bias is an activation is an add with the bias viewed as
 // [1, C, 1, 1]; a rank-2 output is left-padded, so the batch lands on size2.
 // CHECK-LABEL: func.func @bias_add_and_low_rank
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = 3, BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 10", size1 = "1", size2 = "B", size3 = "10", x_stride0 = "B * 10", x_stride1 = "B * 10", x_stride2 = "10", x_stride3 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "1"] grid ["cdiv(B * 10, 1024)", "1", "1"]
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = 3, BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 10", size1 = "1", size2 = "B", size3 = "10", x_stride0 = "B * 10", x_stride1 = "B * 10", x_stride2 = "10", x_stride3 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "1"] grid ["cdiv(B * 10, 1024)", "1", "1"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"]
 func.func @bias_add_and_low_rank(%x: tensor<?x10xf32>, %bias: tensor<10xf32>, %y: tensor<?x4x3x3xf32>, %c: tensor<4xf32>) -> (tensor<?x10xf32>, tensor<?x4x3x3xf32>) {
   %a = graph.bias_add %x, %bias : (tensor<?x10xf32>, tensor<10xf32>) -> tensor<?x10xf32>
   %b = graph.bias_add %y, %c : (tensor<?x4x3x3xf32>, tensor<4xf32>) -> tensor<?x4x3x3xf32>
@@ -98,6 +98,6 @@ func.func @bias_add_and_low_rank(%x: tensor<?x10xf32>, %bias: tensor<10xf32>, %y
 func.func @already_lowered(%x: tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32> {
   kernel.weight "w" : tensor<4x2x1x1xf32>
   kernel.weight "b" : tensor<4xf32>
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 32, BLOCK_N = 32, BLOCK_K = 32, GROUP_M = 8, ACTIVATION = 0} params [w : tensor<4x2xf32> = #derive.param<reshape("w") : [4, 2]>, scale : tensor<4xf32> = #derive.param<fill(1.0) : [4]>, shift : tensor<4xf32> = #derive.param<identity("b") : [4]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "3", C_IN = "2", C_OUT = "4", M = "1", y_row_stride = "1"] grid ["3", "1", "1"] warps 4 stages 2 : (tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 32, BLOCK_N = 32, BLOCK_K = 32, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<4x2xf32> = #derive.param<reshape("w") : [4, 2]>, scale : tensor<4xf32> = #derive.param<fill(1.0) : [4]>, shift : tensor<4xf32> = #derive.param<identity("b") : [4]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "3", C_IN = "2", C_OUT = "4", M = "1", y_row_stride = "1"] grid ["3", "1", "1"] warps 4 stages 2 : (tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32>
   func.return %y : tensor<3x4x1x1xf32>
 }

@@ -18,9 +18,9 @@ import sys
 from collections.abc import Sequence
 from typing import TextIO
 
-from teeny_ir.cli import ArgumentParser, parse_args
-from teeny_ir.diagnostics import DiagnosticError, SourceFile
-from teeny_ir.output import OutputError, check_not_input
+from teeny_ir.core.diagnostics import DiagnosticError, SourceFile
+from teeny_ir.core.files import OutputError, check_not_input
+from teeny_ir.driver.cli import ArgumentParser, parse_args
 
 PROG = "teeny_ir.reference"
 
@@ -47,8 +47,8 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
 def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     """Run the command in-process; returns the exit code."""
     from teeny_ir import reference, runtime
-    from teeny_ir.output import read_npy, write_npz
-    from teeny_ir.parsing import parse_module
+    from teeny_ir.core.files import read_npy, write_npz
+    from teeny_ir.ir.parsing import parse_module
 
     args = parse_args(_make_parser(stdout), argv, PROG, stderr)
     if isinstance(args, int):

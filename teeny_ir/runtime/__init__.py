@@ -1,70 +1,49 @@
 """The runtime: load a launch plan and run it on arrays.
 
 ``load(DIR).run(inputs, weights)`` checks everything before any launch - the
-plan (`teeny_ir.plan.load_plan`), the inputs (count, float32, rank, static
+backend (`teeny_ir.runtime.backends.usable_backend`), the plan
+(`teeny_ir.backend.plan.load_plan`), the inputs (count, float32, rank, static
 dims, one batch ``B >= 1``) and the weights (every missing or mis-shaped one
 named in one error) - binds the parameters through
-`teeny_ir.derivations.evaluate`, and then hands the work to a backend.
-
-Backend ``interpreter``: Triton's interpreter on torch CPU tensors, in a
-separate process (`teeny_ir.runtime.worker`) because ``TRITON_INTERPRET`` is
-read when triton is imported and ``import teeny_ir`` never imports triton.
-Arrays cross in safetensors files in a temporary directory (never pickle).
-Backend ``cuda`` (launching AOT cubins) is a later issue.
+`teeny_ir.core.derivations.evaluate`, and then hands the work to the backend
+(`teeny_ir.runtime.backends`: ``interpreter``, the default, runs Triton's
+interpreter in a worker process; ``cuda`` probes for a GPU but has no cubin
+launcher).
 
 Importing this module imports neither numpy, torch nor triton.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from teeny_ir.derivations import evaluate
-from teeny_ir.expressions import eval_text
-from teeny_ir.kernel_families import MAX_GRID
-from teeny_ir.plan import BATCH, Plan, PlanError, is_batch_dim, load_plan
+from teeny_ir.backend.plan import BATCH, Plan, PlanError, is_batch_dim, load_plan
+from teeny_ir.core.derivations import evaluate
+from teeny_ir.core.expressions import eval_text
+from teeny_ir.kernels.contract import MAX_GRID
+from teeny_ir.runtime.backends import BACKENDS, Backend, usable_backend
+from teeny_ir.runtime.errors import BackendUnavailableError, RuntimeInputError, WorkerError
 
 if TYPE_CHECKING:
     import numpy as np
 
 __all__ = [
     "BACKENDS",
-    "CUDA_LATER",
+    "Backend",
+    "BackendUnavailableError",
     "Executable",
     "PlanError",
     "RuntimeInputError",
     "WorkerError",
     "load",
+    "read_weights",
+    "usable_backend",
 ]
-
-BACKENDS = ("interpreter", "cuda")
-TENSORS_FILE = "tensors.safetensors"
-"""Inputs and bound parameters, keyed by their plan names (``in0``, ``p0``)."""
-OUTPUTS_FILE = "outputs.safetensors"
-"""The worker's results, keyed ``output_0 ... output_{N-1}``."""
-REQUEST_FILE = "request.json"
-TIMINGS_FILE = "timings.json"
-_STDERR_LINES = 8
-CUDA_LATER = (
-    "the cuda backend (launching AOT-compiled cubins) is a later issue; use the interpreter backend"
-)
-
-
-class RuntimeInputError(ValueError):
-    """Inputs, weights or a backend choice that the plan cannot run with."""
-
-
-class WorkerError(RuntimeError):
-    """The interpreter process failed; the message ends with its last stderr lines."""
 
 
 def load(directory: str | os.PathLike[str]) -> Executable:
@@ -88,14 +67,13 @@ class Executable:
         timings: dict[str, float] | None = None,
     ) -> list[np.ndarray]:
         """Run the plan; outputs in return order. ``weights`` maps state-dict names
-        to arrays, or is the path of a ``.safetensors`` file. Stage times in seconds
-        are added to ``timings`` when given."""
+        to arrays, or is the path of a ``.safetensors`` file; ``backend`` names an
+        entry of `BACKENDS`. Stage times in seconds are added to ``timings`` when
+        given. Raises `RuntimeInputError` (`BackendUnavailableError` for a backend
+        that cannot run here) before any launch, `WorkerError` when one fails."""
         times: dict[str, float] = {} if timings is None else timings
         start = time.perf_counter()
-        if backend not in BACKENDS:
-            raise RuntimeInputError(f"unknown backend '{backend}' (valid: {', '.join(BACKENDS)})")
-        if backend == "cuda":
-            raise RuntimeInputError(CUDA_LATER)
+        chosen = usable_backend(backend)
         batch = self.check_inputs(inputs)
         self.check_batch(batch)
         if isinstance(weights, str | os.PathLike):
@@ -106,7 +84,7 @@ class Executable:
         params = {p.name: evaluate(p.derivation, weights) for p in self.plan.params}
         times["bind parameters"] = time.perf_counter() - start
         tensors = {spec.name: array for spec, array in zip(self.plan.inputs, inputs, strict=True)}
-        return _run_interpreter(self.directory, batch, tensors | params, times)
+        return chosen.run(self.directory, self.plan, tensors | params, batch, times)
 
     def check_inputs(self, inputs: Sequence[Any]) -> int:
         """Check the inputs against the plan; returns the batch size ``B``."""
@@ -203,43 +181,3 @@ def _dim(dim: int | str, batch: int) -> int:
 
 def _shape_text(shape: Sequence[int | str]) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
-
-
-def _run_interpreter(
-    directory: Path, batch: int, tensors: Mapping[str, np.ndarray], times: dict[str, float]
-) -> list[np.ndarray]:
-    """Run the plan in a `teeny_ir.runtime.worker` process under ``TRITON_INTERPRET=1``."""
-    import numpy as np
-    from safetensors.numpy import load_file, save_file
-
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="teeny-run-") as temp:
-        workdir = Path(temp)
-        save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, workdir / TENSORS_FILE)
-        request = {"plan": str(directory), "batch": batch}
-        (workdir / REQUEST_FILE).write_text(json.dumps(request), encoding="utf-8")
-        times["write tensors"] = time.perf_counter() - start
-        start = time.perf_counter()
-        completed = _start_worker(workdir)
-        times["worker"] = time.perf_counter() - start
-        if completed.returncode != 0:
-            tail = completed.stderr.strip().splitlines()[-_STDERR_LINES:]
-            raise WorkerError(
-                f"the interpreter worker failed (exit status {completed.returncode}):\n"
-                + "\n".join(tail)
-            )
-        with (workdir / TIMINGS_FILE).open(encoding="utf-8") as handle:
-            times |= {f"worker: {k}": v for k, v in json.load(handle).items()}
-        results = load_file(workdir / OUTPUTS_FILE)
-    return [results[f"output_{i}"] for i in range(len(results))]
-
-
-def _start_worker(workdir: Path) -> subprocess.CompletedProcess[str]:
-    """Run the worker on ``workdir`` with the interpreter switched on."""
-    env = dict(os.environ)
-    env["TRITON_INTERPRET"] = "1"
-    env.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
-    root = str(Path(__file__).resolve().parent.parent.parent)  # this teeny_ir, not another
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    command = [sys.executable, "-m", "teeny_ir.runtime.worker", str(workdir)]
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False)

@@ -1,0 +1,462 @@
+"""The launch plan: ``DIR/plan.json`` and the kernel files next to it.
+
+`emit-triton` writes a plan with `write_plan`; the runtime reads it with
+`load_plan`, which checks the JSON Schema (draft 2020-12) and then the
+semantics before anything runs: known families, arguments matching each
+family's ABI, tensor references of the right kind, expressions of the shape
+grammar over ``B`` only (so a grid string is data, never code), derivations
+that fit the weight table, and kernel files inside DIR whose sha256 matches.
+
+Only the standard library, jsonschema and teeny_ir's utility modules are
+imported: no numpy, no triton.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from teeny_ir.core.derivations import KINDS, Derivation, DerivationError
+from teeny_ir.core.expressions import ExpressionError, parse, symbols
+from teeny_ir.kernels.contract import MAX_NUM_WARPS, constexpr_problem
+from teeny_ir.kernels.registry import FAMILIES
+
+FORMAT = "teeny-ir-plan"
+VERSION = 2
+"""2: a pointwise constexpr is the name of a pointwise-table entry (a string)."""
+BATCH = "B"
+"""The only symbol plan expressions may use: the batch size."""
+
+_NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
+_TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}
+_SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+_F32 = {"const": "f32"}
+
+
+def _int(minimum: int, maximum: int | None = None) -> dict[str, Any]:
+    bounds = {"minimum": minimum} | ({} if maximum is None else {"maximum": maximum})
+    return {"type": "integer"} | bounds
+
+
+def _array(items: dict[str, Any], **limits: int) -> dict[str, Any]:
+    return {"type": "array", "items": items} | limits
+
+
+def _record(properties: dict[str, Any], *optional: str) -> dict[str, Any]:
+    required = [name for name in properties if name not in optional]
+    return {"type": "object", "properties": properties, "required": required} | {
+        "additionalProperties": False
+    }
+
+
+_DIMS = _array(_int(1))
+_SHAPE = _array({"oneOf": [_int(1), _TEXT]})
+_TENSOR = _record({"name": _NAME, "shape": _SHAPE, "dtype": _F32})
+_DERIVATION = _record(
+    {"kind": {"enum": list(KINDS)}, "sources": _array(_TEXT), "shape": _DIMS}
+    | {"eps": {"type": "number"}, "value": {"type": "number"}},
+    *("eps", "value"),
+)
+_COMPILED = _record(
+    {"arch": _int(1), "name": _TEXT, "num_warps": _int(1), "num_stages": _int(1)}
+    | {"shared": _int(0), "cubin": _TEXT, "cubin_sha256": _SHA256}
+)
+_KERNEL = _record(
+    {"name": _NAME, "family": _TEXT, "file": _TEXT, "source_sha256": _SHA256}
+    | {"constexprs": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}}}
+    | {"compiled": _array(_COMPILED)},
+    "compiled",
+)
+_LAUNCH = _record(
+    {"kernel": _NAME, "grid": _array(_TEXT, minItems=3, maxItems=3)}
+    | {"num_warps": _int(1, MAX_NUM_WARPS), "num_stages": _int(1)}
+    | {"args": _array({"oneOf": [_record({"tensor": _NAME}), _record({"expr": _TEXT})]})}
+)
+SCHEMA: dict[str, Any] = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": f"teeny_ir launch plan, version {VERSION}",
+} | _record(
+    {"format": {"const": FORMAT}, "version": {"const": VERSION}, "function": _NAME}
+    | {"inputs": _array(_TENSOR), "buffers": _array(_TENSOR)}
+    | {"weights": _array(_record({"name": _TEXT, "shape": _DIMS, "dtype": _F32}))}
+    | {
+        "params": _array(
+            _record({"name": _NAME, "shape": _DIMS, "dtype": _F32, "derivation": _DERIVATION})
+        )
+    }
+    | {"kernels": _array(_KERNEL), "launches": _array(_LAUNCH)}
+    | {"outputs": _array(_record({"tensor": _NAME}), minItems=1)}
+)
+"""JSON Schema (draft 2020-12) of the current plan version."""
+
+
+class PlanError(Exception):
+    """A plan directory that is unreadable, off-schema or inconsistent."""
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """An input or buffer: entries of ``shape`` are ints or expressions over ``B``."""
+
+    name: str
+    shape: tuple[int | str, ...]
+
+
+@dataclass(frozen=True)
+class WeightSpec:
+    """One entry of the weight table (a state-dict key and its static shape)."""
+
+    name: str
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """A parameter tensor, bound from the weights through its derivation."""
+
+    name: str
+    shape: tuple[int, ...]
+    derivation: Derivation
+
+
+@dataclass(frozen=True)
+class CompiledSpec:
+    """An AOT-compiled variant of a kernel for one GPU architecture."""
+
+    arch: int
+    name: str
+    num_warps: int
+    num_stages: int
+    shared: int
+    cubin: str
+    cubin_sha256: str
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """A rendered kernel file: the family template with ``constexprs`` for its launches."""
+
+    name: str
+    family: str
+    file: str
+    constexprs: Mapping[str, int | str]
+    source_sha256: str
+    compiled: tuple[CompiledSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One ABI argument: a tensor name, or an expression over ``B`` (exactly one is set)."""
+
+    tensor: str | None = None
+    expr: str | None = None
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One kernel launch, in plan order."""
+
+    kernel: str
+    grid: tuple[str, str, str]
+    num_warps: int
+    num_stages: int
+    args: tuple[Arg, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A whole launch plan (see docs/plan.md)."""
+
+    function: str
+    inputs: tuple[TensorSpec, ...]
+    weights: tuple[WeightSpec, ...]
+    params: tuple[ParamSpec, ...]
+    buffers: tuple[TensorSpec, ...]
+    kernels: tuple[KernelSpec, ...]
+    launches: tuple[LaunchSpec, ...]
+    outputs: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        def tensor(t: TensorSpec | WeightSpec | ParamSpec) -> dict[str, Any]:
+            return {"name": t.name, "shape": list(t.shape), "dtype": "f32"}
+
+        def kernel(k: KernelSpec) -> dict[str, Any]:
+            data: dict[str, Any] = {"name": k.name, "family": k.family, "file": k.file}
+            data |= {"constexprs": dict(k.constexprs), "source_sha256": k.source_sha256}
+            if k.compiled:
+                data["compiled"] = [vars(c).copy() for c in k.compiled]
+            return data
+
+        def launch(entry: LaunchSpec) -> dict[str, Any]:
+            args = [
+                {"tensor": a.tensor} if a.tensor is not None else {"expr": a.expr}
+                for a in entry.args
+            ]
+            return {
+                "kernel": entry.kernel,
+                "grid": list(entry.grid),
+                "num_warps": entry.num_warps,
+                "num_stages": entry.num_stages,
+                "args": args,
+            }
+
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "function": self.function,
+            "inputs": [tensor(t) for t in self.inputs],
+            "weights": [tensor(w) for w in self.weights],
+            "params": [tensor(p) | {"derivation": p.derivation.to_json()} for p in self.params],
+            "buffers": [tensor(t) for t in self.buffers],
+            "kernels": [kernel(k) for k in self.kernels],
+            "launches": [launch(entry) for entry in self.launches],
+            "outputs": [{"tensor": name} for name in self.outputs],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+        """Build from JSON that has passed `SCHEMA` (raises PlanError on a bad derivation)."""
+
+        def tensor(t: Mapping[str, Any]) -> TensorSpec:
+            return TensorSpec(
+                t["name"], tuple(d if isinstance(d, str) else int(d) for d in t["shape"])
+            )
+
+        def param(p: Mapping[str, Any]) -> ParamSpec:
+            try:
+                derivation = Derivation.from_json(p["derivation"])
+            except DerivationError as err:
+                raise PlanError(f"param '{p['name']}': {err}") from None
+            return ParamSpec(p["name"], tuple(int(d) for d in p["shape"]), derivation)
+
+        def kernel(k: Mapping[str, Any]) -> KernelSpec:
+            compiled = tuple(CompiledSpec(**c) for c in k.get("compiled", ()))
+            constexprs = dict(sorted(k["constexprs"].items()))
+            return KernelSpec(
+                k["name"], k["family"], k["file"], constexprs, k["source_sha256"], compiled
+            )
+
+        def launch(entry: Mapping[str, Any]) -> LaunchSpec:
+            args = tuple(Arg(a.get("tensor"), a.get("expr")) for a in entry["args"])
+            grid = (entry["grid"][0], entry["grid"][1], entry["grid"][2])
+            return LaunchSpec(entry["kernel"], grid, entry["num_warps"], entry["num_stages"], args)
+
+        return cls(
+            function=data["function"],
+            inputs=tuple(tensor(t) for t in data["inputs"]),
+            weights=tuple(
+                WeightSpec(w["name"], tuple(int(d) for d in w["shape"])) for w in data["weights"]
+            ),
+            params=tuple(param(p) for p in data["params"]),
+            buffers=tuple(tensor(t) for t in data["buffers"]),
+            kernels=tuple(kernel(k) for k in data["kernels"]),
+            launches=tuple(launch(entry) for entry in data["launches"]),
+            outputs=tuple(o["tensor"] for o in data["outputs"]),
+        )
+
+
+def plan_text(plan: Plan) -> str:
+    """The canonical, deterministic text of ``plan.json``."""
+    return json.dumps(plan.to_json(), sort_keys=True, indent=2) + "\n"
+
+
+def write_plan(directory: str | Path, plan: Plan) -> None:
+    """Write ``DIR/plan.json`` (the kernel files are the emitter's to write)."""
+    Path(directory, "plan.json").write_text(plan_text(plan), encoding="utf-8")
+
+
+def sha256_of(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def load_plan(directory: str | Path) -> Plan:
+    """Read and validate ``DIR/plan.json`` and the files it names (raises PlanError)."""
+    import jsonschema
+
+    root = Path(directory)
+    try:
+        text = (root / "plan.json").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise PlanError(
+            f"cannot read '{root / 'plan.json'}': {getattr(err, 'strerror', None) or err}"
+        ) from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as err:
+        raise PlanError(f"'{root / 'plan.json'}' is not valid JSON: {err}") from None
+    version = data.get("version") if isinstance(data, dict) else None
+    if (
+        isinstance(data, dict)
+        and data.get("format") == FORMAT
+        and isinstance(version, int)
+        and not isinstance(version, bool)
+        and version != VERSION
+    ):
+        raise PlanError(
+            f"plan.json is plan version {version}, but this teeny_ir reads version {VERSION} "
+            "(emit the plan again with this teeny_ir)"
+        )
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(SCHEMA).iter_errors(data)
+    )
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+        message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+        raise PlanError(f"plan.json does not match the plan schema at {where}: {message}")
+    plan = Plan.from_json(data)
+    _check_semantics(plan, root)
+    return plan
+
+
+def _reject_constant(name: str) -> None:
+    raise ValueError(f"'{name}' is not a number in a plan")
+
+
+_POINTER_REFS = {"input": ("input", "buffer"), "param": ("param",), "output": ("buffer",)}
+"""ABI pointer kind -> the plan tensors it may refer to."""
+
+
+def _check_semantics(plan: Plan, root: Path) -> None:
+    kinds: dict[str, str] = {}
+    for kind, specs in (("input", plan.inputs), ("param", plan.params), ("buffer", plan.buffers)):
+        for spec in specs:
+            if spec.name in kinds:
+                raise PlanError(f"tensor '{spec.name}' is defined twice")
+            kinds[spec.name] = kind
+    uses_batch = False
+    for tensor in (*plan.inputs, *plan.buffers):
+        for dim in tensor.shape:
+            if isinstance(dim, str):
+                uses_batch |= _check_expr(dim, f"shape of '{tensor.name}'")
+    weight_shapes: dict[str, tuple[int, ...]] = {}
+    for weight in plan.weights:
+        if weight.name in weight_shapes:
+            raise PlanError(f"weight {weight.name!r} is listed twice")
+        weight_shapes[weight.name] = weight.shape
+    for param in plan.params:
+        if param.derivation.shape != param.shape:
+            raise PlanError(
+                f"param '{param.name}' has shape {list(param.shape)} but its derivation "
+                f"gives {list(param.derivation.shape)}"
+            )
+        problems = param.derivation.check_sources(weight_shapes)
+        if problems:
+            raise PlanError(
+                f"param '{param.name}' does not fit the weight table: {'; '.join(problems)}"
+            )
+    kernels = {kernel.name: kernel for kernel in plan.kernels}
+    if len(kernels) != len(plan.kernels):
+        raise PlanError("two kernels have the same name")
+    for kernel in plan.kernels:
+        _check_kernel(kernel, root)
+    written: set[str] = set()
+    for index, launch in enumerate(plan.launches):
+        where = f"launch {index} ('{launch.kernel}')"
+        if launch.kernel not in kernels:
+            raise PlanError(f"{where} names no kernel of the plan")
+        family = FAMILIES[kernels[launch.kernel].family]
+        for axis in launch.grid:
+            uses_batch |= _check_expr(axis, f"{where} grid")
+        if len(launch.args) != len(family.args):
+            raise PlanError(
+                f"{where} passes {len(launch.args)} arguments; family '{family.name}' takes "
+                f"{len(family.args)} ({', '.join(a.name for a in family.args)})"
+            )
+        outputs: set[str] = set()
+        for abi, arg in zip(family.args, launch.args, strict=True):
+            what = f"{where} argument '{abi.name}' ({abi.kind})"
+            if abi.kind not in _POINTER_REFS:
+                if arg.expr is None:
+                    raise PlanError(f"{what} must be an expression, got tensor '{arg.tensor}'")
+                uses_batch |= _check_expr(arg.expr, what)
+                continue
+            if arg.tensor is None:
+                raise PlanError(f"{what} must be a tensor, got expression '{arg.expr}'")
+            if arg.tensor not in kinds:
+                raise PlanError(f"{what} refers to undefined tensor '{arg.tensor}'")
+            kind = kinds[arg.tensor]
+            if kind not in _POINTER_REFS[abi.kind]:
+                allowed = " or ".join(_POINTER_REFS[abi.kind])
+                raise PlanError(f"{what} must refer to: {allowed}; got {kind} '{arg.tensor}'")
+            if abi.kind == "input" and kind == "buffer" and arg.tensor not in written:
+                raise PlanError(f"{what} reads buffer '{arg.tensor}' before any launch writes it")
+            if abi.kind == "output":
+                outputs.add(arg.tensor)
+        written |= outputs
+    for name in plan.outputs:
+        if kinds.get(name) not in ("input", "buffer") or (
+            kinds[name] == "buffer" and name not in written
+        ):
+            raise PlanError(f"output '{name}' is not an input or a buffer written by a launch")
+    batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
+    if uses_batch and not batch_inputs:
+        raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")
+
+
+def _check_kernel(kernel: KernelSpec, root: Path) -> None:
+    family = FAMILIES.get(kernel.family)
+    if family is None:
+        raise PlanError(
+            f"kernel '{kernel.name}' has unknown family '{kernel.family}' "
+            f"(known: {', '.join(sorted(FAMILIES))})"
+        )
+    expected = [c.name for c in family.constexprs]
+    if sorted(kernel.constexprs) != sorted(expected):
+        raise PlanError(
+            f"kernel '{kernel.name}' constexprs {sorted(kernel.constexprs)} differ from "
+            f"family '{family.name}' constexprs {sorted(expected)}"
+        )
+    for constexpr in family.constexprs:
+        problem = constexpr_problem(constexpr, kernel.constexprs[constexpr.name])
+        if problem is not None:
+            raise PlanError(f"kernel '{kernel.name}': {problem}")
+    _check_file(root, kernel.file, kernel.source_sha256, f"kernel '{kernel.name}' file")
+    for compiled in kernel.compiled:
+        _check_file(
+            root,
+            compiled.cubin,
+            compiled.cubin_sha256,
+            f"kernel '{kernel.name}' sm{compiled.arch} cubin",
+        )
+
+
+def _check_file(root: Path, relative: str, sha256: str, what: str) -> None:
+    path = PurePosixPath(relative)
+    if path.is_absolute() or ".." in path.parts or "\\" in relative or "\0" in relative:
+        raise PlanError(f"{what} '{relative}' must be a relative path inside the plan directory")
+    resolved = (root / path).resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise PlanError(f"{what} '{relative}' resolves outside the plan directory")
+    try:
+        actual = sha256_of(resolved)
+    except OSError as err:
+        raise PlanError(f"{what} '{relative}' cannot be read: {err.strerror or err}") from None
+    if actual != sha256:
+        raise PlanError(f"{what} '{relative}' has sha256 {actual}, but the plan records {sha256}")
+
+
+def _check_expr(text: str, what: str) -> bool:
+    """Check an expression of the shape grammar over ``B``; True when it uses ``B``."""
+    try:
+        used = symbols(parse(text))
+    except ExpressionError as err:
+        raise PlanError(f"{what}: {err}") from None
+    if used - {BATCH}:
+        raise PlanError(
+            f"{what}: '{text}' uses {sorted(used - {BATCH})}; only '{BATCH}' is allowed"
+        )
+    return bool(used)
+
+
+def is_batch_dim(dim: int | str) -> bool:
+    """Whether a shape entry is exactly the batch symbol (it binds ``B`` at run time)."""
+    if not isinstance(dim, str):
+        return False
+    try:
+        return parse(dim) == parse(BATCH)
+    except ExpressionError:
+        return False

@@ -1,0 +1,246 @@
+"""Derivations: how a kernel parameter is computed from the original weights.
+
+One owner for every parameter transformation (docs/architecture.md):
+the graph dialect's fused ops and the kernel dialect's parameter slots carry a
+`Derivation` (spelled ``#derive<...>`` in IR), the launch plan stores it as
+JSON, and the reference interpreter, the runtime's weight binding and every
+test call `evaluate` - nothing else reimplements the BN fold.
+
+The kinds are the entries of `REGISTRY`, each with its source roles, how the
+sources must fit, its numeric attributes, its summary and its numpy rule
+(sources are weight names, i.e. PyTorch state-dict keys).
+
+This module imports only the standard library; numpy is imported inside
+`evaluate`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import numpy as np
+
+class DerivationError(ValueError):
+    """A derivation that is malformed or does not fit the weights it names."""
+
+
+Compute = Callable[[ModuleType, Mapping[str, Any], "Derivation"], Any]
+"""``(np, role -> float64 array, derivation) -> float64 array`` of the derivation's shape."""
+
+
+@dataclass(frozen=True)
+class DerivationKind:
+    """One kind of derivation: what it takes, how its sources must fit, how it computes.
+
+    ``roles`` name the source weights in order; the last ``optional`` of them may
+    be absent. ``fit`` says how each source's shape relates to the derivation's
+    ``shape``: ``shape`` (the same shape), ``numel`` (the same element count, a
+    reshape), ``vector`` (the same per-channel vector) or ``none`` (no sources). ``attributes`` are the numeric fields it
+    takes (``eps``, ``value``); `dialects.derive` prints ``value`` in the
+    parentheses and ``eps`` as a keyword."""
+
+    name: str
+    summary: str
+    roles: tuple[str, ...]
+    fit: Literal["shape", "numel", "vector", "none"]
+    compute: Compute
+    optional: int = 0
+    attributes: tuple[Literal["eps", "value"], ...] = ()
+
+    @property
+    def source_counts(self) -> tuple[int, ...]:
+        return tuple(range(len(self.roles) - self.optional, len(self.roles) + 1))
+
+
+def _bn_scale(np: ModuleType, get: Mapping[str, Any], d: Derivation) -> Any:
+    return get["gamma"] / np.sqrt(get["var"] + d.eps)
+
+
+def _bn_shift(np: ModuleType, get: Mapping[str, Any], d: Derivation) -> Any:
+    scale = _bn_scale(np, get, d)
+    shift = get["beta"] - scale * get["mean"]
+    return shift + scale * get["bias"] if "bias" in get else shift
+
+
+REGISTRY: dict[str, DerivationKind] = {
+    kind.name: kind
+    for kind in (
+        DerivationKind(
+            "identity", "the weight as it is", ("weight",), "shape", lambda np, get, d: get["weight"]
+        ),
+        DerivationKind(
+            "reshape",
+            "the weight reshaped (a 1x1 conv weight [O, I, 1, 1] to the GEMM's [O, I])",
+            ("weight",),
+            "numel",
+            lambda np, get, d: get["weight"].reshape(d.shape),
+        ),
+        DerivationKind(
+            "fill",
+            "a constant tensor (a conv without batch norm gets scale 1)",
+            (),
+            "none",
+            lambda np, get, d: np.full(d.shape, d.value, dtype=np.float64),
+            attributes=("value",),
+        ),
+        DerivationKind(
+            "bn_scale",
+            "gamma / sqrt(var + eps)",
+            ("gamma", "var"),
+            "vector",
+            _bn_scale,
+            attributes=("eps",),
+        ),
+        DerivationKind(
+            "bn_shift",
+            "beta - scale * mean, plus scale * bias when the conv had one (folded in)",
+            ("gamma", "beta", "mean", "var", "bias"),
+            "vector",
+            _bn_shift,
+            optional=1,
+            attributes=("eps",),
+        ),
+    )
+}
+"""Every derivation kind, by name: adding one is one entry here."""
+KINDS: tuple[str, ...] = tuple(REGISTRY)
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A recipe for one parameter: ``kind(sources...)`` giving a tensor of ``shape``."""
+
+    kind: str
+    sources: tuple[str, ...]
+    shape: tuple[int, ...]
+    eps: float = 0.0
+    value: float = 0.0
+
+    def __post_init__(self) -> None:
+        spec = REGISTRY.get(self.kind)
+        if spec is None:
+            raise DerivationError(
+                f"unknown derivation kind '{self.kind}' (valid: {', '.join(KINDS)})"
+            )
+        if len(self.sources) not in spec.source_counts:
+            counts = " or ".join(str(n) for n in spec.source_counts)
+            raise DerivationError(
+                f"derivation '{self.kind}' takes {counts} source weights, got {len(self.sources)}"
+            )
+        if any(not name for name in self.sources):
+            raise DerivationError("derivation source weight names must be non-empty")
+        if any(d < 1 for d in self.shape):
+            raise DerivationError(f"derivation shape {list(self.shape)} has a size below 1")
+        if "eps" in spec.attributes and not (math.isfinite(self.eps) and self.eps > 0):
+            raise DerivationError(f"batch-norm derivations need eps > 0, got {self.eps}")
+        if not math.isfinite(self.value):
+            raise DerivationError(f"fill value must be finite, got {self.value}")
+        if self.eps and "eps" not in spec.attributes:
+            raise DerivationError(f"derivation '{self.kind}' takes no eps")
+        if self.value and "value" not in spec.attributes:
+            raise DerivationError(f"derivation '{self.kind}' takes no fill value")
+
+    @property
+    def spec(self) -> DerivationKind:
+        """The kind's registry entry."""
+        return REGISTRY[self.kind]
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    def roles(self) -> dict[str, str]:
+        """Source role -> weight name, e.g. ``{"gamma": "model.0.bn.weight", ...}``."""
+        return dict(zip(self.spec.roles, self.sources, strict=False))
+
+    def check_sources(self, shapes: Mapping[str, Sequence[int]]) -> list[str]:
+        """Problems with the source weights' shapes (empty when they fit)."""
+        problems: list[str] = []
+        for name in self.sources:
+            if name not in shapes:
+                problems.append(f"weight '{name}' is missing")
+        if problems:
+            return problems
+        for source in self.sources:
+            got = tuple(shapes[source])
+            reshaped = self.spec.fit == "numel" and math.prod(got) != self.numel
+            if reshaped or (self.spec.fit == "shape" and got != self.shape):
+                problems.append(
+                    f"weight '{source}' has shape {list(got)}, "
+                    f"expected {self.numel} elements as {list(self.shape)}"
+                )
+            elif self.spec.fit == "vector" and got != self.shape:
+                problems.append(
+                    f"weight '{source}' has shape {list(got)}, expected {list(self.shape)}"
+                )
+        return problems
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "sources": list(self.sources),
+            "shape": list(self.shape),
+        }
+        for attribute in self.spec.attributes:
+            data[attribute] = getattr(self, attribute)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Derivation:
+        """Inverse of `to_json` (the plan's schema has checked the types)."""
+        return cls(
+            kind=data["kind"],
+            sources=tuple(data["sources"]),
+            shape=tuple(int(d) for d in data["shape"]),
+            eps=float(data.get("eps", 0.0)),
+            value=float(data.get("value", 0.0)),
+        )
+
+
+def identity(name: str, shape: Sequence[int]) -> Derivation:
+    return Derivation("identity", (name,), tuple(shape))
+
+
+def reshape(name: str, shape: Sequence[int]) -> Derivation:
+    return Derivation("reshape", (name,), tuple(shape))
+
+
+def fill(value: float, shape: Sequence[int]) -> Derivation:
+    return Derivation("fill", (), tuple(shape), value=float(value))
+
+
+def bn_scale(gamma: str, var: str, eps: float, channels: int) -> Derivation:
+    return Derivation("bn_scale", (gamma, var), (channels,), eps=eps)
+
+
+def bn_shift(
+    gamma: str, beta: str, mean: str, var: str, eps: float, channels: int, bias: str | None = None
+) -> Derivation:
+    sources = (gamma, beta, mean, var) if bias is None else (gamma, beta, mean, var, bias)
+    return Derivation("bn_shift", sources, (channels,), eps=eps)
+
+
+def evaluate(derivation: Derivation, weights: Mapping[str, Any]) -> np.ndarray:
+    """Compute a parameter from the weights (float32, C-contiguous, of ``shape``).
+
+    Arithmetic is done in float64 and rounded once, so the reference and the
+    runtime bind bit-identical parameters.
+    """
+    import numpy as np
+
+    problems = derivation.check_sources(
+        {n: np.shape(weights[n]) for n in derivation.sources if n in weights}
+    )
+    if problems:
+        raise DerivationError("; ".join(problems))
+    get = {
+        role: np.asarray(weights[name], dtype=np.float64)
+        for role, name in derivation.roles().items()
+    }
+    result = derivation.spec.compute(np, get, derivation)
+    return np.ascontiguousarray(np.broadcast_to(result, derivation.shape), dtype=np.float32)

@@ -1,0 +1,210 @@
+"""The pointwise table: one entry per elementwise graph op, the single place that
+knows its math.
+
+Each `Pointwise` entry gives, for the graph op it is keyed by (``graph.<name>``):
+
+- ``numpy``: its semantics, ``numpy(np, *operands, **options) -> array`` in
+  float64 (numpy is passed in, so this module imports only the standard library);
+- ``triton``: its Triton expression over the operands ``x`` (and ``y``) and the
+  shared ``@triton.jit`` helpers of `teeny_ir.kernels.triton_helpers`, as text;
+- ``epilogue``: whether it may ride in a GEMM epilogue (a fused convolution's
+  ``activation``), which only unary entries without options may (the fused
+  op's ``activation`` is a bare keyword);
+- ``options``: the op properties the semantics read (by attribute name on the op).
+
+Who reads it: the reference interpreter (semantics of every entry's op and of the
+fused convolution's epilogue), fuse-conv-bn-act (which ops it absorbs), the fused
+convolution's verifier (which activations exist), the ``elementwise`` kernel
+family (its ``OP``) and every epilogue-carrying template (its ``ACTIVATION``),
+both rendered from ``triton``. Kernel IR names an entry by `spell` (its ``name``, plus
+its option values); nothing assigns integer codes. Adding a pointwise op is its op class plus one entry here
+(``docs/extending.md``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+Semantics = Callable[..., Any]
+"""``(np, *operands, **options) -> array``: float64 in, float64 out."""
+NO_ACTIVATION = "none"
+"""The epilogue value of a GEMM that applies no activation."""
+
+
+@dataclass(frozen=True)
+class Pointwise:
+    """One elementwise op: its semantics, its Triton expression and where it may go."""
+
+    op: str
+    """The graph op it describes, e.g. ``graph.silu``."""
+    arity: int
+    numpy: Semantics
+    triton: str | Callable[[Mapping[str, Any]], str]
+    """The Triton expression over ``x`` (and ``y``); a function of the options
+    when the op has any (the values are literal numbers in the emitted kernel)."""
+    epilogue: bool = False
+    options: tuple[str, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The op name without its dialect (``silu``): how kernel IR names the entry."""
+        return self.op.removeprefix("graph.")
+
+    def evaluate(self, np: ModuleType, operands: list[Any], options: Mapping[str, Any]) -> Any:
+        """The op's value on float64 ``operands`` (numpy passed in)."""
+        return self.numpy(np, *(np.asarray(a, np.float64) for a in operands), **options)
+
+    def expression(self, options: Mapping[str, Any]) -> str:
+        """The Triton expression, with the option values (if any) filled in."""
+        return self.triton if isinstance(self.triton, str) else self.triton(options)
+
+
+def _logistic(np: ModuleType, x: Any) -> Any:
+    """1 / (1 + exp(-x)) computing only ``exp(-|x|)``, so it never overflows."""
+    small = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + small), small / (1.0 + small))
+
+
+def _erf(np: ModuleType, x: Any) -> Any:
+    """Elementwise erf in float64 (numpy has none; scipy is no dependency)."""
+    return np.vectorize(math.erf, otypes=[np.float64])(x)
+
+
+def _divide(np: ModuleType, x: Any, y: Any) -> Any:
+    """IEEE division: ``x / 0`` is ``±inf`` and ``0 / 0`` is ``nan``, without warnings."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(x, y)
+
+
+def _gelu(np: ModuleType, x: Any, approximate: str) -> Any:
+    if approximate == "tanh":
+        return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+    return 0.5 * x * (1.0 + _erf(np, x / math.sqrt(2.0)))
+
+
+def _gelu_triton(options: Mapping[str, Any]) -> str:
+    if options.get("approximate") == "tanh":
+        inner = f"{math.sqrt(2.0 / math.pi)!r} * (x + 0.044715 * x * x * x)"
+        return f"0.5 * x * (1.0 + tanh_stable({inner}))"
+    return f"0.5 * x * (1.0 + tl.math.erf(x * {1.0 / math.sqrt(2.0)!r}))"
+
+
+def _leaky_relu_triton(options: Mapping[str, Any]) -> str:
+    return f"tl.where(x >= 0, x, {float(options['negative_slope'])!r} * x)"
+
+
+TABLE: tuple[Pointwise, ...] = (
+    Pointwise(
+        "graph.silu",
+        1,
+        lambda np, x: x * _logistic(np, x),
+        "x * logistic(x)",
+        epilogue=True,
+    ),
+    # x < 0 ? 0 : x keeps NaN (tl.maximum would not: it is fmax in the interpreter).
+    Pointwise("graph.relu", 1, lambda np, x: np.maximum(x, 0.0), "tl.where(x < 0, 0.0, x)", True),
+    Pointwise("graph.sigmoid", 1, _logistic, "logistic(x)", epilogue=True),
+    Pointwise("graph.tanh", 1, lambda np, x: np.tanh(x), "tanh_stable(x)", epilogue=True),
+    Pointwise("graph.gelu", 1, _gelu, _gelu_triton, options=("approximate",)),
+    Pointwise(
+        "graph.leaky_relu",
+        1,
+        lambda np, x, negative_slope: np.where(x >= 0, x, negative_slope * x),
+        _leaky_relu_triton,
+        options=("negative_slope",),
+    ),
+    Pointwise("graph.add", 2, lambda np, x, y: x + y, "x + y"),
+    Pointwise("graph.sub", 2, lambda np, x, y: x - y, "x - y"),
+    Pointwise("graph.mul", 2, lambda np, x, y: x * y, "x * y"),
+    Pointwise("graph.div", 2, _divide, "x / y"),
+)
+
+BY_OP: dict[str, Pointwise] = {entry.op: entry for entry in TABLE}
+"""Graph op name -> its entry."""
+BY_NAME: dict[str, Pointwise] = {entry.name: entry for entry in TABLE}
+"""Entry name (as kernel IR spells it) -> its entry."""
+
+
+def epilogue_names() -> tuple[str, ...]:
+    """The activations a GEMM epilogue (and `graph.fused_conv2d`) accepts."""
+    return tuple(entry.name for entry in TABLE if entry.epilogue)
+
+
+def lookup(op_name: str) -> Pointwise | None:
+    """The entry of graph op ``op_name`` (``graph.silu``), if it is pointwise."""
+    return BY_OP.get(op_name)
+
+
+def options_of(entry: Pointwise, op: object) -> dict[str, Any]:
+    """The option values ``entry`` reads from ``op`` (its properties, by name)."""
+    return {name: getattr(op, name) for name in entry.options}
+
+
+def spell(entry: Pointwise, options: Mapping[str, Any]) -> str:
+    """How kernel IR names ``entry`` with its option values: ``silu``, or
+    ``leaky_relu(negative_slope=0.2)`` (floats by ``repr``, words as they are)."""
+    if not entry.options:
+        return entry.name
+    values = ", ".join(f"{name}={_option_text(options[name])}" for name in entry.options)
+    return f"{entry.name}({values})"
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, str) and value.isidentifier():
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return repr(float(value))
+    raise ValueError(f"option value {value!r} is neither a word nor a finite number")
+
+
+def parse_spelling(text: str) -> tuple[Pointwise, dict[str, Any]]:
+    """The entry and option values that `spell` wrote (raises ValueError naming
+    what is wrong). Option values come back as floats or identifier words."""
+    name, _, rest = text.partition("(")
+    entry = BY_NAME.get(name)
+    if entry is None:
+        raise ValueError(f"'{name}' is not an entry of the pointwise table")
+    options: dict[str, Any] = {}
+    if rest:
+        if not rest.endswith(")"):
+            raise ValueError(f"'{text}' is not name(option=value, ...)")
+        for item in rest[:-1].split(","):
+            key, equals, value = (part.strip() for part in item.partition("="))
+            if not equals or key not in entry.options or key in options:
+                raise ValueError(f"'{text}': unexpected option '{key}'")
+            options[key] = _parse_option(value)
+    missing = [o for o in entry.options if o not in options]
+    if missing:
+        raise ValueError(f"'{text}' lacks option(s) {', '.join(missing)} of '{name}'")
+    return entry, options
+
+
+def _parse_option(text: str) -> Any:
+    if text.isidentifier():
+        return text
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"option value '{text}' is neither a word nor a number") from None
+    if not math.isfinite(value):
+        raise ValueError(f"option value '{text}' is not finite")
+    return value
+
+
+def _check_table() -> None:
+    for entry in TABLE:
+        if entry.arity not in (1, 2):
+            raise ValueError(f"pointwise '{entry.op}' has arity {entry.arity}, not 1 or 2")
+        if entry.epilogue and (entry.arity != 1 or entry.options):
+            raise ValueError(f"pointwise '{entry.op}': only unary ops without options fuse")
+        if not entry.op.startswith("graph.") or not entry.name.isidentifier():
+            raise ValueError(f"pointwise '{entry.op}' is not named graph.<identifier>")
+    if len(BY_OP) != len(TABLE) or NO_ACTIVATION in BY_NAME:
+        raise ValueError("pointwise entries must have distinct names other than 'none'")
+
+
+_check_table()

@@ -1,0 +1,349 @@
+"""``teeny-opt``: IR in, passes, IR out - an mlir-opt for teeny_ir.
+
+Exit codes: 0 success; 1 bad input, bad usage or a pass rejecting its input
+(located diagnostics on stderr); 2 an internal error (a pass crashed or left
+invalid IR; one line naming the pass). `run` is the in-process entry point
+(lit runs RUN lines through it); `main` is the console script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, SourceFile, engine_of
+from teeny_ir.core.files import OutputError, check_not_input, write_text
+from teeny_ir.driver.cli import ArgumentParser, UsageError, parse_args
+
+PROG = "teeny-opt"
+
+
+class _StoreOnce(argparse.Action):
+    """Store an option's value, refusing a second occurrence (as LLVM's cl::opt does)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, self.dest) is not None:
+            raise UsageError(f"{option_string} may only occur once")
+        setattr(namespace, self.dest, values)
+
+
+def _bool_value(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("true", "1"):
+        return True
+    if lowered in ("false", "0"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
+
+
+def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
+    parser = ArgumentParser(
+        stdout,
+        prog=PROG,
+        description="Parse teeny_ir IR, run a pass pipeline on it and print the result.",
+        epilog=_pass_listing() if with_pass_list else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add = parser.add_argument
+    add("input", nargs="?", default="-", help="input file ('-' for stdin, the default)")
+    add("-o", "--output", default="-", help="output file ('-' for stdout, the default)")
+    add(
+        "--pass-pipeline",
+        action=_StoreOnce,
+        metavar="PIPELINE",
+        help="MLIR textual pipeline: 'builtin.module(a,func.func(b{k=v}))'",
+    )
+    add(
+        "-p",
+        "--passes",
+        action=_StoreOnce,
+        metavar="PASSES",
+        help="short form: 'a,b{k=v},func.func(c)' (nested in builtin.module)",
+    )
+    add("--dump-pass-pipeline", action="store_true", help="print the canonical pipeline to stderr")
+    add(
+        "--list-passes",
+        action="store_true",
+        help="list every pass and named pipeline with its options",
+    )
+    add("--split-input-file", action="store_true", help="process each '// -----' chunk on its own")
+    add(
+        "--verify-diagnostics",
+        action="store_true",
+        help="check '// expected-error {{...}}' annotations",
+    )
+    add(
+        "--verify-each",
+        nargs="?",
+        const=True,
+        default=True,
+        type=_bool_value,
+        metavar="BOOL",
+        help="verify the IR after every pass (default true)",
+    )
+    add(
+        "--mlir-print-ir-before-all",
+        action="store_true",
+        help="print the IR before every pass to stderr",
+    )
+    add(
+        "--mlir-print-ir-after-all",
+        action="store_true",
+        help="print the IR after every pass to stderr",
+    )
+    add("--mlir-timing", action="store_true", help="print a per-pass wall-time table to stderr")
+    add("--mlir-print-op-generic", action="store_true", help="print ops in the generic form")
+    add("--mlir-print-debuginfo", action="store_true", help="print op locations")
+    add("--allow-unregistered-dialect", action="store_true", help="accept ops of unknown dialects")
+    return parser
+
+
+def _pass_listing() -> str:
+    from teeny_ir.driver import pass_registry, pipelines
+    from teeny_ir.driver.pass_options import options_of
+
+    lines = ["passes:"]
+    for name in pass_registry.names():
+        entry = pass_registry.lookup(name)
+        assert entry is not None
+        lines.append(f"  {name:<24} {entry.summary()}")
+        lines.append(f"  {'':<24} anchors: {', '.join(entry.anchors())}")
+        for info in options_of(entry.load()):
+            lines.append(
+                f"  {'':<24}   {info.name}={info.type_text()}{_default_text(info.default)}"
+            )
+    lines.append("named pipelines:")
+    for named in pipelines.PIPELINES.values():
+        lines.append(f"  {named.name:<24} {named.summary}")
+        lines.append(f"  {'':<24} = {named.text}")
+    return "\n".join(lines) + "\n"
+
+
+def _default_text(default: object) -> str:
+    """How an option's default reads in the pass listing."""
+    if default is None:
+        return ""
+    if isinstance(default, bool):
+        return f" (default: {str(default).lower()})"
+    if isinstance(default, tuple):
+        items = ",".join(str(v) for v in default)
+        return f" (default: {items or 'none'})"
+    if default == "":
+        return ' (default: "")'
+    return f" (default: {default})"
+
+
+@dataclass
+class _Outcome:
+    """What processing the input produced."""
+
+    chunks: list[str] = field(default_factory=list[str])
+    diagnostics: list[Diagnostic] = field(default_factory=list[Diagnostic])
+    failed: bool = False
+    internal_error: str | None = None
+
+
+def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> int:
+    """Run teeny-opt in-process; ``stdin`` is a binary stream. Returns the exit code."""
+    argv = list(argv)
+    parser = _make_parser(stdout, with_pass_list="-h" in argv or "--help" in argv)
+    args = parse_args(parser, argv, PROG, stderr)
+    if isinstance(args, int):
+        return args
+
+    if args.list_passes:
+        stdout.write(_pass_listing())
+        return 0
+    if args.pass_pipeline is not None and args.passes is not None:
+        stderr.write(f"{PROG}: error: give --pass-pipeline or -p, not both\n")
+        return 1
+
+    from teeny_ir.driver.pass_manager import Instrumentation, PassManager, Timing
+    from teeny_ir.ir.verifier import describe_op
+
+    timing = Timing() if args.mlir_timing else None
+    instrumentation = Instrumentation(
+        verify_each=args.verify_each,
+        print_before_all=args.mlir_print_ir_before_all,
+        print_after_all=args.mlir_print_ir_after_all,
+        dump_stream=stderr,
+        timing=timing,
+        describe_op=None if args.verify_diagnostics else describe_op,
+    )
+    manager: PassManager | None = None
+    if args.pass_pipeline is not None or args.passes is not None:
+        try:
+            if args.pass_pipeline is not None:
+                manager = PassManager.parse(args.pass_pipeline, instrumentation, form="full")
+            else:
+                manager = PassManager.parse(args.passes, instrumentation, form="short")
+        except DiagnosticError as err:
+            for diagnostic in err.diagnostics:
+                stderr.write(f"{PROG}: {diagnostic.header()}\n")
+            return 1
+    if args.dump_pass_pipeline:
+        stderr.write((manager.pipeline_string() if manager else "builtin.module()") + "\n")
+        if args.input == "-" and getattr(stdin, "isatty", lambda: False)():
+            return 0
+
+    try:
+        check_not_input(args.output, args.input)
+        data = _read_input(args.input, stdin)
+    except OutputError as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 1
+
+    filename = "-" if args.input == "-" else args.input
+    outcome = _process(data, filename, args, manager, instrumentation)
+    if outcome.internal_error is not None:
+        stderr.write(f"{PROG}: {outcome.internal_error}\n")
+        return 2
+
+    source = SourceFile(_decoded_for_display(data), filename)
+    for diagnostic in outcome.diagnostics:
+        stderr.write(diagnostic.format([source]) + "\n")
+    if outcome.failed:
+        return 1
+
+    output_start = time.perf_counter()
+    text = "// -----\n".join(outcome.chunks) if args.split_input_file else "".join(outcome.chunks)
+    try:
+        write_text(args.output, text, stdout)
+    except OutputError as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 1
+    if timing is not None:
+        timing.add(("Output",), time.perf_counter() - output_start)
+        stderr.write(timing.report())
+    return 0
+
+
+def _read_input(path: str, stdin: object) -> bytes:
+    if path == "-":
+        buffer = getattr(stdin, "buffer", stdin)
+        return buffer.read()  # type: ignore[no-any-return, attr-defined]
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as err:
+        raise OutputError(f"cannot read '{path}': {err.strerror or err}") from None
+
+
+def _decoded_for_display(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _process(
+    data: bytes, filename: str, args: argparse.Namespace, manager: object, instrumentation: object
+) -> _Outcome:
+    from teeny_ir.driver.verify_diagnostics import check_expectations, split_input_file
+    from teeny_ir.ir.parsing import decode_source
+
+    outcome = _Outcome()
+    try:
+        text = decode_source(data, filename)
+    except DiagnosticError as err:
+        _record(outcome, err.diagnostics)
+        return outcome
+    chunks = split_input_file(text) if args.split_input_file else [(text, 1)]
+    for chunk, first_line in chunks:
+        printed, diagnostics, internal = _process_chunk(
+            chunk, first_line, filename, args, manager, instrumentation
+        )
+        if internal is not None:
+            outcome.internal_error = internal
+            return outcome
+        if args.verify_diagnostics:
+            diagnostics = check_expectations(chunk, first_line, filename, diagnostics)
+        _record(outcome, diagnostics)
+        if printed is not None:
+            outcome.chunks.append(printed)
+    return outcome
+
+
+def _record(outcome: _Outcome, diagnostics: list[Diagnostic]) -> None:
+    from teeny_ir.core.diagnostics import Severity
+
+    outcome.diagnostics.extend(diagnostics)
+    if any(d.severity is Severity.ERROR for d in diagnostics):
+        outcome.failed = True
+
+
+def _process_chunk(
+    text: str,
+    first_line: int,
+    filename: str,
+    args: argparse.Namespace,
+    manager: object,
+    instrumentation: object,
+) -> tuple[str | None, list[Diagnostic], str | None]:
+    """Parse, verify, run the pipeline and print one chunk.
+
+    Returns (printed IR or None, diagnostics, internal-error line or None).
+    """
+    from teeny_ir.driver.pass_manager import Instrumentation, PassInternalError, PassManager
+    from teeny_ir.ir.context import make_context
+    from teeny_ir.ir.parsing import parse_source, print_module
+    from teeny_ir.ir.verifier import describe_op, verify_ops
+
+    assert isinstance(instrumentation, Instrumentation)
+    timing = instrumentation.timing
+    ctx = make_context(allow_unregistered=args.allow_unregistered_dialect)
+    engine = engine_of(ctx)
+
+    start = time.perf_counter()
+    try:
+        module = parse_source(SourceFile(text, filename, first_line), ctx)
+    except DiagnosticError as err:
+        return None, err.diagnostics, None
+    if timing is not None:
+        timing.add(("Parser",), time.perf_counter() - start)
+
+    start = time.perf_counter()
+    errors = verify_ops(module, None if args.verify_diagnostics else describe_op)
+    if timing is not None:
+        timing.add(("Verifier",), time.perf_counter() - start)
+    if errors:
+        return None, errors, None
+
+    if manager is not None:
+        assert isinstance(manager, PassManager)
+        try:
+            manager.run(module, ctx)
+        except DiagnosticError as err:
+            return None, [*engine.take(), *err.diagnostics], None
+        except PassInternalError as err:
+            return None, [], f"error: {err}"
+
+    printed = print_module(
+        module, generic=args.mlir_print_op_generic, debuginfo=args.mlir_print_debuginfo
+    )
+    return printed, engine.take(), None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point."""
+    try:
+        return run(sys.argv[1:] if argv is None else argv, sys.stdin, sys.stdout, sys.stderr)
+    except BrokenPipeError:
+        # Reader went away (`teeny-opt x | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""``teeny-run``: run an emitted launch plan on ``.npy`` inputs.
+
+    teeny-run DIR --weights W.safetensors --input a.npy [--input b.npy ...] -o out.npz
+              [--backend NAME] [--timing]
+
+Inputs are given in ``@forward`` argument order; the ``.npz`` holds
+``output_0 ... output_{N-1}`` in return order. The ``--backend`` choices are
+the names in `teeny_ir.runtime.backends.BACKENDS` (default ``interpreter``).
+Exit codes: 0 success; 1 bad usage or input, or a backend that cannot run here
+(one line ``teeny-run: error: ...``, never a traceback); 2 the interpreter
+worker failed (the error ends with the worker's last stderr lines).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+from teeny_ir.core.files import OutputError, check_not_input, read_npy, write_npz
+from teeny_ir.driver.cli import ArgumentParser, parse_args
+
+PROG = "teeny-run"
+
+
+def _make_parser(stdout: TextIO) -> ArgumentParser:
+    from teeny_ir.runtime.backends import BACKENDS
+
+    parser = ArgumentParser(
+        stdout,
+        prog=PROG,
+        description="Run a launch plan written by emit-triton{out-dir=DIR}.",
+    )
+    parser.add_argument("directory", metavar="DIR", help="the emitted plan directory")
+    parser.add_argument("--weights", required=True, metavar="W.safetensors")
+    parser.add_argument(
+        "--input",
+        action="append",
+        default=[],
+        metavar="X.npy",
+        help="an input array, once per @forward argument, in order",
+    )
+    parser.add_argument("-o", dest="output", required=True, metavar="OUT.npz")
+    parser.add_argument(
+        "--backend",
+        choices=tuple(BACKENDS),
+        default="interpreter",
+        help="; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()),
+    )
+    parser.add_argument("--timing", action="store_true", help="print stage times to stderr")
+    return parser
+
+
+def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
+    """Run teeny-run in-process; returns the exit code."""
+    from teeny_ir import runtime
+
+    args = parse_args(_make_parser(stdout), argv, PROG, stderr)
+    if isinstance(args, int):
+        return args
+    timings: dict[str, float] = {}
+    try:
+        for path in (*args.input, args.weights):
+            check_not_input(args.output, path)
+        # Before reading the inputs and weights, which may be large: a backend
+        # that cannot run here fails in a moment.
+        runtime.usable_backend(args.backend)
+        start = time.perf_counter()
+        executable = runtime.load(args.directory)
+        timings["load plan"] = time.perf_counter() - start
+        start = time.perf_counter()
+        inputs = [read_npy(path) for path in args.input]
+        weights = runtime.read_weights(args.weights)
+        timings["read inputs and weights"] = time.perf_counter() - start
+        outputs = executable.run(inputs, weights, args.backend, timings)
+        start = time.perf_counter()
+        write_npz(args.output, outputs, stdout)
+        timings["write output"] = time.perf_counter() - start
+    except (OutputError, runtime.PlanError, runtime.RuntimeInputError) as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 1
+    except runtime.WorkerError as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 2
+    if args.timing:
+        width = max(len(stage) for stage in timings)
+        for stage, seconds in timings.items():
+            stderr.write(f"{PROG}: {stage:<{width}}  {seconds * 1000:10.1f} ms\n")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Console-script entry point."""
+    try:
+        return run(sys.argv[1:] if argv is None else argv, sys.stdout, sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

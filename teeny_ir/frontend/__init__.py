@@ -1,0 +1,1 @@
+"""Ways into the graph dialect: `GraphBuilder` (Python); importers later."""

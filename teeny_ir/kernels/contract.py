@@ -1,0 +1,137 @@
+"""What a kernel family promises: the seed's ``RuntimeOp`` contract as data.
+
+A family is a Triton kernel source plus its runtime contract: the ordered
+non-constexpr arguments with their kind and Triton dtype, the constexprs, and
+the grid's tile model, which says how many programs each grid axis needs so the
+verifier can prove coverage. Each family subpackage defines one `KernelFamily`
+as ``FAMILY`` in its ``contract`` module; `teeny_ir.kernels.registry` lists them.
+Only the standard library is imported here.
+
+Argument kinds: ``input`` (an activation operand), ``param`` (a parameter
+slot, bound from weights through a derivation), ``output`` (a result buffer),
+``dim`` and ``scalar`` (integers/floats computed from shape expressions).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+ArgKind = Literal["input", "param", "output", "dim", "scalar"]
+POINTER_KINDS = ("input", "param", "output")
+ConstexprType = Literal["int", "bool", "pointwise"]
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """One non-constexpr argument of the kernel, in ABI order."""
+
+    name: str
+    kind: ArgKind
+    dtype: str  # Triton signature type: "*fp32", "i32", "fp32"
+
+
+@dataclass(frozen=True)
+class Constexpr:
+    """A compile-time parameter.
+
+    ``int`` and ``bool`` constexprs are integers: ``choices`` restricts their
+    values when given, ``minimum`` bounds them below (``tl.dot`` needs tiles of
+    at least 16x16x8). A ``pointwise`` constexpr names an entry of the pointwise
+    table (`teeny_ir.core.pointwise`) whose expression is rendered into the
+    kernel's slot function ``slot``; ``epilogue`` restricts it to the entries
+    that may ride in an epilogue, plus ``none``.
+    """
+
+    name: str
+    type: ConstexprType
+    choices: tuple[int, ...] = ()
+    power_of_two: bool = False
+    minimum: int = 0
+    slot: str = ""
+    epilogue: bool = False
+
+
+@dataclass(frozen=True)
+class GridAxis:
+    """The programs one grid axis must launch: the product over ``covers`` of
+    ``cdiv(extent, tile)``, where extents are expressions over the family's
+    ``dim`` arguments and tiles over its constexprs."""
+
+    covers: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class KernelFamily:
+    """A kernel source and its runtime contract.
+
+    ``package`` is the family's subpackage directory; its ``kernel.py`` is the
+    Triton source (a real module, linted, read as text) defining the function
+    ``kernel_function``."""
+
+    name: str
+    summary: str
+    args: tuple[KernelArg, ...]
+    constexprs: tuple[Constexpr, ...]
+    grid: tuple[GridAxis, ...]
+    package: Path
+    kernel_function: str
+
+    def arg(self, name: str) -> KernelArg:
+        for arg in self.args:
+            if arg.name == name:
+                return arg
+        raise KeyError(name)
+
+    def args_of_kind(self, kind: ArgKind) -> tuple[KernelArg, ...]:
+        return tuple(a for a in self.args if a.kind == kind)
+
+    def constexpr(self, name: str) -> Constexpr:
+        for constexpr in self.constexprs:
+            if constexpr.name == name:
+                return constexpr
+        raise KeyError(name)
+
+    def source(self) -> str:
+        """The text of the family's Triton source (``kernel.py``)."""
+        return (self.package / "kernel.py").read_text(encoding="utf-8")
+
+
+MAX_GRID = (2**31 - 1, 65535, 65535)
+"""CUDA's grid limits per axis (x, y, z)."""
+MAX_NUM_WARPS = 32
+"""1024 threads per block."""
+
+
+def constexpr_problem(constexpr: Constexpr, value: int | str) -> str | None:
+    """Why ``value`` is not a valid value of ``constexpr``, or None. The one check
+    that the kernel verifier and the plan loader share."""
+    name = constexpr.name
+    if constexpr.type == "pointwise":
+        from teeny_ir.core import pointwise
+
+        if constexpr.epilogue:
+            names = (pointwise.NO_ACTIVATION, *pointwise.epilogue_names())
+            if isinstance(value, str) and value in names:
+                return None
+            return f"constexpr '{name}' = {value!r} is not one of {', '.join(names)}"
+        if not isinstance(value, str):
+            return f"constexpr '{name}' must name a pointwise-table entry, got {value!r}"
+        try:
+            pointwise.parse_spelling(value)
+        except ValueError as err:
+            return f"constexpr '{name}': {err}"
+        return None
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"constexpr '{name}' must be an i64 integer, got {value!r}"
+    if constexpr.type == "bool" and value not in (0, 1):
+        return f"constexpr '{name}' is a bool: expected 0 or 1, got {value}"
+    if constexpr.choices and value not in constexpr.choices:
+        choices = ", ".join(str(c) for c in constexpr.choices)
+        return f"constexpr '{name}' = {value} is not one of {choices}"
+    if value < constexpr.minimum:
+        return f"constexpr '{name}' = {value} is below its minimum {constexpr.minimum}"
+    if constexpr.power_of_two and (value < 1 or value & (value - 1)):
+        return f"constexpr '{name}' = {value} must be a power of two"
+    return None

@@ -1,0 +1,68 @@
+"""Lowering rule of the ``conv1x1_gemm`` family: a ``graph.fused_conv2d`` whose
+algorithm is ``gemm`` (1x1, stride 1, no padding, one group) becomes one launch,
+its weight reshaped to [C_OUT, C_IN] and its scale and shift derivations as
+parameter slots."""
+
+from __future__ import annotations
+
+from dialects.graph.conv import FusedConv2dOp
+from dialects.graph.param import ParamOp
+from dialects.kernel import LaunchOp, ParamSlot
+from teeny_ir.core.derivations import reshape
+from teeny_ir.kernels.conv1x1_gemm.tiles import GROUP_M, launch_config
+from teeny_ir.kernels.lowering import Unlowerable, dim_expr, lowers, tensor_type
+
+
+@lowers(FusedConv2dOp)
+def lower_fused_conv(op: FusedConv2dOp) -> LaunchOp:
+    """A ``gemm`` fused convolution as one conv1x1_gemm launch."""
+    if op.algorithm is None or op.tiles is None:
+        raise Unlowerable("no algorithm selected (run select-conv-algorithm first)")
+    if op.algorithm != "gemm":
+        raise Unlowerable(
+            f"algorithm '{op.algorithm}' has no kernel family yet (only 'gemm' lowers)"
+        )
+    weight = op.weight.owner
+    if not isinstance(weight, ParamOp):
+        raise Unlowerable("its weight is not a graph.param")
+    batch, c_in, height, width = tensor_type(op.input).get_shape()
+    c_out = tensor_type(op.result).get_shape()[1]
+    spatial = height * width
+    block_m, block_n, block_k = op.tiles
+    num_warps, num_stages = launch_config(block_m, block_n)
+    params = [
+        ParamSlot("w", (c_out, c_in), reshape(weight.param_name.data, (c_out, c_in))),
+        ParamSlot("scale", (c_out,), op.scale.data),
+        ParamSlot("shift", (c_out,), op.shift.data),
+    ]
+    constexprs: dict[str, int | str] = {
+        "BLOCK_M": block_m,
+        "BLOCK_N": block_n,
+        "BLOCK_K": block_k,
+        "GROUP_M": GROUP_M,
+        "ACTIVATION": op.activation,
+    }
+    args = [
+        ("x", "in0"),
+        ("w", "param.w"),
+        ("scale", "param.scale"),
+        ("shift", "param.shift"),
+        ("y", "out0"),
+        ("B", dim_expr(batch)),
+        ("C_IN", str(c_in)),
+        ("C_OUT", str(c_out)),
+        ("M", str(spatial)),
+        ("y_row_stride", str(spatial)),
+    ]
+    grid = [f"{dim_expr(batch)} * cdiv({spatial}, {block_m}) * cdiv({c_out}, {block_n})", "1", "1"]
+    return LaunchOp(
+        "conv1x1_gemm",
+        [op.input],
+        [tensor_type(op.result)],
+        constexprs,
+        params,
+        args,
+        grid,
+        num_warps,
+        num_stages,
+    )

@@ -1,0 +1,100 @@
+"""Lowering rules of the ``elementwise`` family: every pointwise-table op and ``graph.bias_add``, as one launch over a rank-4 view with
+broadcasting strides."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.ir import Operation
+
+from dialects.graph.elementwise import BiasAddOp
+from dialects.kernel import LaunchOp
+from teeny_ir.core import pointwise
+from teeny_ir.kernels.lowering import (
+    Unlowerable,
+    count_expr,
+    dim_expr,
+    lowers,
+    lowers_pointwise,
+    tensor_type,
+)
+
+BLOCK = 1024
+NUM_WARPS, NUM_STAGES = 4, 1
+"""An elementwise kernel has no loop to pipeline."""
+RANK = 4
+"""The family views every tensor as rank 4, left-padded with 1s."""
+
+
+def _padded(shape: Sequence[int]) -> tuple[int, ...]:
+    return (1,) * (RANK - len(shape)) + tuple(shape)
+
+
+def broadcast_strides(operand: Sequence[int], output: Sequence[int]) -> list[str]:
+    """Strides (expressions) that read a contiguous ``operand`` broadcast to
+    ``output``, both left-padded to rank 4: 0 where the operand's size is 1 (or
+    missing) and the output's is not - a dynamic output batch against a static 1
+    included - else the operand's contiguous stride."""
+    padded_operand, padded_output = _padded(operand), _padded(output)
+    strides: list[str] = []
+    for k in range(RANK):
+        broadcast = padded_operand[k] == 1 and padded_output[k] != 1
+        strides.append("0" if broadcast else count_expr(padded_operand[k + 1 :]))
+    return strides
+
+
+def _bias_strides(output: Sequence[int]) -> list[str]:
+    """Strides of a bias [C] viewed as [1, C, 1, ...] against ``output`` [N, C, ...]."""
+    channel_axis = RANK - len(output) + 1
+    return ["1" if k == channel_axis else "0" for k in range(RANK)]
+
+
+def _launch(op: Operation, entry: str, y_binding: str, y_strides: list[str]) -> LaunchOp:
+    output = tensor_type(op.results[0]).get_shape()
+    if len(output) > RANK:
+        raise Unlowerable(f"rank {len(output)} exceeds the elementwise family's {RANK}")
+    x_strides = broadcast_strides(tensor_type(op.operands[0]).get_shape(), output)
+    numel, sizes = count_expr(output), [dim_expr(d) for d in _padded(output)]
+    args = [
+        ("x", "in0"),
+        ("y", y_binding),
+        ("out", "out0"),
+        ("numel", numel),
+        *((f"size{k}", sizes[k]) for k in range(1, RANK)),
+        *((f"x_stride{k}", s) for k, s in enumerate(x_strides)),
+        *((f"y_stride{k}", s) for k, s in enumerate(y_strides)),
+    ]
+    return LaunchOp(
+        "elementwise",
+        list(op.operands),
+        [tensor_type(op.results[0])],
+        {"OP": entry, "BLOCK": BLOCK},
+        [],
+        args,
+        [f"cdiv({numel}, {BLOCK})", "1", "1"],
+        NUM_WARPS,
+        NUM_STAGES,
+    )
+
+
+@lowers_pointwise
+def lower_pointwise(op: Operation) -> LaunchOp:
+    """A pointwise-table op: a unary one reads ``x`` only (``y`` is bound to it)."""
+    entry = pointwise.lookup(op.name)
+    assert entry is not None  # lowering_for routes only table ops here
+    spelling = pointwise.spell(entry, pointwise.options_of(entry, op))
+    output = tensor_type(op.results[0]).get_shape()
+    if entry.arity == 1:
+        x_strides = broadcast_strides(tensor_type(op.operands[0]).get_shape(), output)
+        return _launch(op, spelling, "in0", x_strides)
+    y_strides = broadcast_strides(tensor_type(op.operands[1]).get_shape(), output)
+    return _launch(op, spelling, "in1", y_strides)
+
+
+@lowers(BiasAddOp)
+def lower_bias_add(op: BiasAddOp) -> LaunchOp:
+    """``x + bias`` with the bias [C] broadcast along dimension 1."""
+    output = tensor_type(op.result).get_shape()
+    if len(output) > RANK:
+        raise Unlowerable(f"rank {len(output)} exceeds the elementwise family's {RANK}")
+    return _launch(op, "add", "in1", _bias_strides(output))

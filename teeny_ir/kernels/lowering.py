@@ -1,0 +1,135 @@
+"""The lowering facet: which kernel family runs each graph op, by decorator.
+
+A family's ``lowering`` module registers one rule per op it implements with
+``@lowers(OpClass)``; the elementwise family registers one rule for every entry
+of the pointwise table with `lowers_pointwise`. An op no family runs says why
+with `no_kernel` (in `teeny_ir.kernels.opt_outs`). The conventions test asserts
+that every graph op has exactly one of these, so a gap is a named test failure,
+and lower-graph-to-kernel is a thin driver over `lowering_for`.
+
+A rule maps the graph op to one ``kernel.launch`` or raises `Unlowerable` with
+the reason, which the pass reports at the op's location.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from teeny_ir.core import pointwise
+from teeny_ir.kernels.registry import FAMILY_PACKAGES
+
+if TYPE_CHECKING:
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.ir import Operation, SSAValue
+
+    from dialects.kernel import LaunchOp
+
+Rule = Callable[["Operation"], "LaunchOp"]
+R = TypeVar("R", bound=Callable[..., "LaunchOp"])
+
+_RULES: dict[type[Operation], Rule] = {}
+_POINTWISE: list[Rule] = []
+_NO_KERNEL: dict[type[Operation], str] = {}
+
+
+class Unlowerable(Exception):
+    """Why one op cannot become a kernel launch."""
+
+
+def lowers(*op_types: type[Operation]) -> Callable[[R], R]:
+    """Register the decorated function as the lowering of ``op_types``."""
+
+    def register(rule: R) -> R:
+        for op_type in op_types:
+            if op_type in _RULES or op_type in _NO_KERNEL:
+                raise RuntimeError(f"'{op_type.name}' has two lowering facets")
+            _RULES[op_type] = rule
+        return rule
+
+    return register
+
+
+def lowers_pointwise(rule: R) -> R:
+    """Register the decorated function as the lowering of every pointwise-table op."""
+    if _POINTWISE:
+        raise RuntimeError("two lowerings claim the pointwise table")
+    _POINTWISE.append(rule)
+    return rule
+
+
+def no_kernel(reason: str, *op_types: type[Operation]) -> None:
+    """Declare that no kernel runs ``op_types``, and why (shown to the user)."""
+    for op_type in op_types:
+        if op_type in _RULES or op_type in _NO_KERNEL:
+            raise RuntimeError(f"'{op_type.name}' has two lowering facets")
+        _NO_KERNEL[op_type] = reason
+
+
+@functools.cache
+def load() -> None:
+    """Import every family's lowering module and the opt-outs (once)."""
+    for package in FAMILY_PACKAGES:
+        importlib.import_module(f"teeny_ir.kernels.{package}.lowering")
+    importlib.import_module("teeny_ir.kernels.opt_outs")
+
+
+def lowering_for(op_type: type[Operation]) -> Rule | str:
+    """The rule that lowers ``op_type``, or the reason no kernel runs it."""
+    load()
+    if op_type in _RULES:
+        return _RULES[op_type]
+    if op_type in _NO_KERNEL:
+        return _NO_KERNEL[op_type]
+    entry = pointwise.lookup(op_type.name)
+    if entry is not None and _POINTWISE:
+        return _POINTWISE[0]
+    return "no kernel family implements it yet"
+
+
+def lowering_rules() -> dict[type[Operation], Rule]:
+    """The explicit ``@lowers`` rules, by op class."""
+    load()
+    return dict(_RULES)
+
+
+def opt_out_reasons() -> dict[type[Operation], str]:
+    """The `no_kernel` declarations, by op class."""
+    load()
+    return dict(_NO_KERNEL)
+
+
+def family_of(rule: Rule) -> str:
+    """The family whose lowering module defines ``rule`` (for the supported-ops table)."""
+    return rule.__module__.removeprefix("teeny_ir.kernels.").removesuffix(".lowering")
+
+
+# Helpers the family rules share: shapes as expressions over the batch symbol.
+
+
+def dim_expr(size: int) -> str:
+    """One dimension as an expression: the batch symbol ``B`` for ``?``."""
+    from xdsl.dialects.builtin import DYNAMIC_INDEX
+
+    return "B" if size == DYNAMIC_INDEX else str(size)
+
+
+def count_expr(sizes: Sequence[int]) -> str:
+    """The element count of ``sizes`` as an expression: ``"B * 2331"`` or ``"42"``."""
+    from xdsl.dialects.builtin import DYNAMIC_INDEX
+
+    static = math.prod(d for d in sizes if d != DYNAMIC_INDEX)
+    if DYNAMIC_INDEX not in sizes:
+        return str(static)
+    return "B" if static == 1 else f"B * {static}"
+
+
+def tensor_type(value: SSAValue) -> TensorType:
+    """The tensor type of a value the graph verifiers have checked."""
+    from xdsl.dialects.builtin import TensorType
+
+    assert isinstance(value.type, TensorType)
+    return value.type

@@ -1,0 +1,58 @@
+"""Graph ops that no kernel family runs, each with the reason the user is told.
+
+One `no_kernel` line per reason. The conventions test asserts that every graph
+op has a lowering rule (``@lowers`` in a family, or the pointwise table) or a
+line here, so a new op without either is a named test failure.
+"""
+
+from __future__ import annotations
+
+from dialects.graph.constant import ConstantOp
+from dialects.graph.conv import Conv2dOp
+from dialects.graph.linear import LinearOp, MatmulOp
+from dialects.graph.norm import BatchNormOp
+from dialects.graph.param import ParamOp
+from dialects.graph.pool import AvgPool2dOp, GlobalAvgPool2dOp, MaxPool2dOp, UpsampleNearest2dOp
+from dialects.graph.reduce import (
+    CrossEntropyOp,
+    LogSoftmaxOp,
+    ReduceMeanOp,
+    ReduceSumOp,
+    SoftmaxOp,
+)
+from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
+from teeny_ir.kernels.lowering import no_kernel
+
+no_kernel(
+    "weights become kernel.weight declarations read through parameter slots", ParamOp
+)
+no_kernel(
+    "convolutions lower as graph.fused_conv2d "
+    "(run fuse-conv-bn-act and select-conv-algorithm first)",
+    Conv2dOp,
+)
+no_kernel(
+    "no kernel computes a standalone batch norm "
+    "(fuse-conv-bn-act folds an inference batch norm into the convolution before it)",
+    BatchNormOp,
+)
+no_kernel(
+    "no kernel family implements it yet",
+    ConstantOp,
+    LinearOp,
+    MatmulOp,
+    MaxPool2dOp,
+    AvgPool2dOp,
+    GlobalAvgPool2dOp,
+    UpsampleNearest2dOp,
+    SoftmaxOp,
+    LogSoftmaxOp,
+    CrossEntropyOp,
+    ReduceSumOp,
+    ReduceMeanOp,
+    ConcatOp,
+    SplitOp,
+    ReshapeOp,
+    FlattenOp,
+    TransposeOp,
+)

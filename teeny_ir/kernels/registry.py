@@ -1,0 +1,34 @@
+"""The kernel family registry: one table that the kernel dialect's verifier,
+the Triton emitter, the AOT compiler and the runtime all read.
+
+`FAMILY_PACKAGES` lists the family subpackages once; each one's ``contract``
+module defines its `KernelFamily` as ``FAMILY`` (standard library only, so
+loading the registry imports neither triton nor any dialect). A family's
+lowering rules live beside it (``lowering.py``, `teeny_ir.kernels.lowering`).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from teeny_ir.kernels.contract import KernelFamily
+
+FAMILY_PACKAGES = ("elementwise", "conv1x1_gemm")
+"""Every kernel family, by subpackage name (= family name)."""
+
+
+def _load() -> dict[str, KernelFamily]:
+    families: dict[str, KernelFamily] = {}
+    for package in FAMILY_PACKAGES:
+        family: KernelFamily = importlib.import_module(f"teeny_ir.kernels.{package}.contract").FAMILY
+        if family.name != package:
+            raise RuntimeError(f"family package '{package}' defines family '{family.name}'")
+        families[family.name] = family
+    return families
+
+
+FAMILIES: dict[str, KernelFamily] = _load()
+
+
+def lookup(name: str) -> KernelFamily | None:
+    return FAMILIES.get(name)

@@ -1,0 +1,26 @@
+"""Reference semantics of the elementwise ops: `graph.bias_add`, and one rule for
+every op of the pointwise table (`teeny_ir.core.pointwise`), which owns their
+math, so it is written once for the interpreter, the fuser and the kernels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dialects.graph.elementwise import BiasAddOp
+from teeny_ir.core import pointwise
+from teeny_ir.reference.common import Array, Weights, channel
+from teeny_ir.reference.registry import pointwise_rule, semantics
+
+
+@pointwise_rule
+def _pointwise_op(op: Any, args: list[Array], weights: Weights) -> list[Array]:
+    entry = pointwise.BY_OP[op.name]
+    return [entry.evaluate(np, args, pointwise.options_of(entry, op))]
+
+
+@semantics(BiasAddOp)
+def _bias_add_op(op: BiasAddOp, args: list[Array], weights: Weights) -> list[Array]:
+    x, bias = args
+    return [np.asarray(x, np.float64) + channel(bias, x.ndim)]

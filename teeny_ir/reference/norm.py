@@ -1,0 +1,35 @@
+"""Reference semantics of `graph.batch_norm`, in float64: inference with the
+running statistics, or training with the batch's (and the updated running ones)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dialects.graph.norm import BatchNormOp
+from teeny_ir.reference.common import Array, Weights, channel, error
+from teeny_ir.reference.registry import semantics
+
+
+@semantics(BatchNormOp)
+def _batch_norm_op(op: BatchNormOp, args: list[Array], weights: Weights) -> list[Array]:
+    x, gamma, beta, running_mean, running_var = (np.asarray(a, np.float64) for a in args)
+    rank = x.ndim
+    if not op.training:
+        inv_std = 1.0 / np.sqrt(running_var + op.eps)
+        return [
+            (x - channel(running_mean, rank)) * channel(gamma * inv_std, rank) + channel(beta, rank)
+        ]
+    axes = (0, *range(2, rank))
+    count = x.size // x.shape[1]
+    if count < 2:
+        raise error(
+            f"batch_norm in training mode needs more than 1 value per channel, got {count}", op
+        )
+    mean = x.mean(axis=axes)
+    var = x.var(axis=axes)  # biased: normalises the batch
+    y = (x - channel(mean, rank)) / np.sqrt(channel(var, rank) + op.eps)
+    y = y * channel(gamma, rank) + channel(beta, rank)
+    momentum = op.momentum
+    new_mean = (1 - momentum) * running_mean + momentum * mean
+    new_var = (1 - momentum) * running_var + momentum * var * count / (count - 1)
+    return [y, new_mean, new_var]

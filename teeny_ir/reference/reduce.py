@@ -1,0 +1,58 @@
+"""Reference semantics of softmax, log-softmax, cross-entropy and the reductions.
+
+Softmax and log-softmax subtract the maximum along the axis first, so they
+never overflow for finite input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dialects.graph.reduce import CrossEntropyOp, LogSoftmaxOp, ReduceMeanOp, ReduceSumOp, SoftmaxOp
+from teeny_ir.reference.common import Array, Weights, error
+from teeny_ir.reference.registry import semantics
+
+
+def _log_softmax(x: Array, axis: int) -> Array:
+    shifted = x - x.max(axis=axis, keepdims=True)
+    result: Array = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+    return result
+
+
+@semantics(SoftmaxOp)
+def _softmax_op(op: SoftmaxOp, args: list[Array], weights: Weights) -> list[Array]:
+    x = np.asarray(args[0], np.float64)
+    exp = np.exp(x - x.max(axis=op.axis, keepdims=True))
+    return [exp / exp.sum(axis=op.axis, keepdims=True)]
+
+
+@semantics(LogSoftmaxOp)
+def _log_softmax_op(op: LogSoftmaxOp, args: list[Array], weights: Weights) -> list[Array]:
+    return [_log_softmax(np.asarray(args[0], np.float64), op.axis)]
+
+
+@semantics(CrossEntropyOp)
+def _cross_entropy_op(op: CrossEntropyOp, args: list[Array], weights: Weights) -> list[Array]:
+    logits, targets = args
+    classes = logits.shape[1]
+    out_of_range = np.flatnonzero((targets < 0) | (targets >= classes))
+    if out_of_range.size:
+        index = int(out_of_range[0])
+        raise error(
+            f"cross_entropy target {int(targets[index])} at index {index} "
+            f"is out of range [0, {classes}) ({out_of_range.size} out of range in all)",
+            op,
+        )
+    log_probs = _log_softmax(np.asarray(logits, np.float64), axis=1)
+    picked = log_probs[np.arange(targets.shape[0]), targets]
+    return [np.asarray(-picked.mean())]
+
+
+@semantics(ReduceSumOp)
+def _reduce_sum_op(op: ReduceSumOp, args: list[Array], weights: Weights) -> list[Array]:
+    return [np.asarray(args[0], np.float64).sum(axis=op.axes, keepdims=op.keepdims)]
+
+
+@semantics(ReduceMeanOp)
+def _reduce_mean_op(op: ReduceMeanOp, args: list[Array], weights: Weights) -> list[Array]:
+    return [np.asarray(args[0], np.float64).mean(axis=op.axes, keepdims=op.keepdims)]

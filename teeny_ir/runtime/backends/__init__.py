@@ -1,0 +1,87 @@
+"""Where a validated plan runs: the `Backend` protocol and the registry `BACKENDS`.
+
+`teeny_ir.runtime.Executable.run` validates the plan, the inputs and the
+weights and binds the parameters; a backend then only executes the launches.
+``teeny-run --backend`` takes its choices from `BACKENDS`, so a backend added
+here is selectable without touching the command line.
+
+- ``interpreter`` (`teeny_ir.runtime.backends.interpreter`): Triton's
+  interpreter on torch CPU tensors, in a worker process.
+- ``cuda`` (`teeny_ir.runtime.backends.cuda`): probes for cuda-python and a
+  GPU; this teeny_ir has no cubin launcher, so it refuses to run.
+
+Importing this package imports neither numpy, torch, triton nor cuda-python.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from teeny_ir.runtime.backends.cuda import CudaBackend
+from teeny_ir.runtime.backends.interpreter import InterpreterBackend
+from teeny_ir.runtime.errors import BackendUnavailableError, RuntimeInputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from teeny_ir.backend.plan import Plan
+
+__all__ = ["BACKENDS", "Backend", "usable_backend"]
+
+
+class Backend(Protocol):
+    """One way of executing a validated plan."""
+
+    @property
+    def name(self) -> str:
+        """The name ``--backend`` and ``Executable.run(backend=...)`` take."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """A short phrase for ``teeny-run --help``."""
+        ...
+
+    def available(self) -> str | None:
+        """None when the backend can run on this machine, else one sentence
+        saying why not. Never raises; may be slow (it may probe a driver)."""
+        ...
+
+    def run(
+        self,
+        directory: Path,
+        plan: Plan,
+        tensors: Mapping[str, np.ndarray],
+        batch: int,
+        times: dict[str, float],
+    ) -> list[np.ndarray]:
+        """Execute ``plan`` (loaded from ``directory``) at batch size ``batch``.
+
+        ``tensors`` holds the inputs and the bound parameters, keyed by their
+        plan names (``in0``, ``p0``); they have been checked against the plan.
+        Returns the outputs in the plan's return order and adds stage times in
+        seconds to ``times``. Raises `BackendUnavailableError` when it cannot
+        run at all, `WorkerError` when a launch fails.
+        """
+        ...
+
+
+BACKENDS: Mapping[str, Backend] = {
+    backend.name: backend for backend in (InterpreterBackend(), CudaBackend())
+}
+"""Every backend by name; the interpreter, the default, first."""
+
+
+def usable_backend(name: str) -> Backend:
+    """The backend called ``name``; raises `RuntimeInputError` for an unknown
+    name and `BackendUnavailableError` (with `Backend.available`'s sentence)
+    for one that cannot run here."""
+    backend = BACKENDS.get(name)
+    if backend is None:
+        raise RuntimeInputError(f"unknown backend '{name}' (valid: {', '.join(BACKENDS)})")
+    problem = backend.available()
+    if problem is not None:
+        raise BackendUnavailableError(problem)
+    return backend

@@ -1,0 +1,122 @@
+"""The interpreter backend's process:
+``python -m teeny_ir.runtime.backends.interpreter_worker WORKDIR``.
+
+Started by `teeny_ir.runtime.backends.interpreter` with the environment of
+`teeny_ir.backend.triton_settings.interpreter_environment` (Triton reads
+``TRITON_INTERPRET`` at import). ``WORKDIR`` holds ``request.json`` (the plan
+directory and the batch size) and ``tensors.safetensors`` (inputs and bound
+parameters by plan name). The worker validates the plan again, imports each
+kernel file by path (`teeny_ir.backend.kernel_files.import_kernel`), allocates
+torch CPU float32 buffers (filled with NaN, so a region no kernel wrote shows),
+launches in plan order and writes ``outputs.safetensors`` (``output_0 ...``)
+and ``timings.json``.
+
+A failure ends with a one-line ``error: ...`` on stderr and exit status 1; the
+parent reports the last lines of stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from teeny_ir.backend import triton_settings
+from teeny_ir.backend.kernel_files import import_kernel
+from teeny_ir.backend.plan import BATCH, Plan, load_plan
+from teeny_ir.core.expressions import eval_text
+from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.runtime.backends.interpreter import (
+    OUTPUTS_FILE,
+    REQUEST_FILE,
+    TENSORS_FILE,
+    TIMINGS_FILE,
+    WORKER_MODULE,
+)
+
+
+def run(workdir: Path) -> None:
+    """Execute the request in ``workdir`` (see the module docstring)."""
+    if not triton_settings.interpreter_is_on():
+        raise RuntimeError(
+            f"the worker needs {triton_settings.INTERPRET}=1 in its environment "
+            "(start it through the interpreter backend)"
+        )
+    times: dict[str, float] = {}
+    start = time.perf_counter()
+    request = json.loads((workdir / REQUEST_FILE).read_text(encoding="utf-8"))
+    directory, batch = Path(request["plan"]), int(request["batch"])
+    plan = load_plan(directory)
+    times["load plan"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    import torch
+    from safetensors.numpy import load_file, save_file
+
+    kernels = {k.name: import_kernel(directory / k.file, k.name) for k in plan.kernels}
+    times["import triton and kernels"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    tensors: dict[str, Any] = {
+        name: torch.tensor(array) for name, array in load_file(workdir / TENSORS_FILE).items()
+    }
+    env = {BATCH: batch}
+    for buffer in plan.buffers:
+        shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
+        tensors[buffer.name] = torch.full(shape, float("nan"), dtype=torch.float32)
+    times["allocate"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    _launch_all(plan, kernels, tensors, env)
+    times["launches"] = time.perf_counter() - start
+
+    outputs = {
+        f"output_{i}": tensors[name].contiguous().numpy().copy()
+        for i, name in enumerate(plan.outputs)
+    }
+    save_file(outputs, workdir / OUTPUTS_FILE)
+    (workdir / TIMINGS_FILE).write_text(json.dumps(times), encoding="utf-8")
+
+
+def _launch_all(
+    plan: Plan, kernels: dict[str, Callable[..., Any]], tensors: dict[str, Any], env: dict[str, int]
+) -> None:
+    specs = {k.name: k for k in plan.kernels}
+    for launch in plan.launches:
+        spec = specs[launch.kernel]
+        family = FAMILIES[spec.family]
+        args: list[Any] = []
+        for abi, arg in zip(family.args, launch.args, strict=True):
+            if arg.tensor is not None:
+                args.append(tensors[arg.tensor])
+            else:
+                value = eval_text(arg.expr or "", env)
+                args.append(float(value) if abi.dtype.startswith("fp") else value)
+        grid = tuple(eval_text(axis, env) for axis in launch.grid)
+        kernel: Any = kernels[launch.kernel]
+        kernel[grid](
+            *args, **spec.constexprs, num_warps=launch.num_warps, num_stages=launch.num_stages
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point; returns the exit status."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 1:
+        print(f"usage: python -m {WORKER_MODULE} WORKDIR", file=sys.stderr)
+        return 2
+    try:
+        run(Path(args[0]))
+    except Exception as err:  # noqa: BLE001 - reported to the parent as the last stderr line
+        traceback.print_exc()
+        print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

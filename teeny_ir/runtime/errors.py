@@ -1,0 +1,16 @@
+"""The runtime's exceptions, in a module of their own so that the runtime and
+its backends can both raise them without importing each other."""
+
+from __future__ import annotations
+
+
+class RuntimeInputError(ValueError):
+    """Inputs, weights or a backend choice that the plan cannot run with."""
+
+
+class BackendUnavailableError(RuntimeInputError):
+    """A backend that cannot run here; the message is one sentence saying why."""
+
+
+class WorkerError(RuntimeError):
+    """The interpreter process failed; the message ends with its last stderr lines."""
