@@ -11,7 +11,7 @@ line each when printed; see `LaunchOp` for the syntax)::
         : (tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
 
 The verifier proves what the runtime relies on: bindings match the family's
-ABI (`teeny_ir.kernels.registry`), constexprs its table, and for every batch
+ABI (`teeny_ir.kernels.families`), constexprs its table, and for every batch
 1..64 the grid covers the family's tile model within the hardware's limits;
 parameter slots fit the function's ``kernel.weight`` table. Args and grid
 form one launch; a later ``launches`` list (the seed's ``n_launches``) would
@@ -58,7 +58,7 @@ from teeny_ir.core import expressions
 from teeny_ir.core.derivations import Derivation
 from teeny_ir.ir.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
 from teeny_ir.kernels.contract import MAX_GRID, MAX_NUM_WARPS, KernelFamily, constexpr_problem
-from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.families import FAMILIES
 
 if TYPE_CHECKING:
     from xdsl.parser import AttrParser, Parser

@@ -51,7 +51,7 @@ from teeny_ir.backend.plan import (
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.core.expressions import ExpressionError, format_expr, parse
 from teeny_ir.kernels.contract import POINTER_KINDS, KernelFamily
-from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import RenderError, render
 
 _REFERENCE = re.compile(r"(in|out)([0-9]+)|param\.([A-Za-z_][A-Za-z0-9_]*)")

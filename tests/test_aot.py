@@ -17,7 +17,7 @@ import pytest
 
 from teeny_ir.backend import aot
 from teeny_ir.backend.triton_settings import COMPILE_PINS
-from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render as render_variant
 
 CONSTEXPRS = {

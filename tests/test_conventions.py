@@ -137,7 +137,7 @@ def test_pointwise_entries_name_graph_ops() -> None:
 
 
 def test_kernel_families_are_complete_subpackages() -> None:
-    from teeny_ir.kernels.registry import FAMILIES, FAMILY_PACKAGES
+    from teeny_ir.kernels.families import FAMILIES, FAMILY_PACKAGES
 
     assert sorted(FAMILIES) == sorted(FAMILY_PACKAGES)
     for name, family in FAMILIES.items():

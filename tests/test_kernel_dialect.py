@@ -16,7 +16,7 @@ from dialects.kernel import LaunchOp, ParamSlot, WeightOp, symbolic_shape
 from teeny_ir import parse_module, print_module
 from teeny_ir.core.derivations import bn_scale, bn_shift, reshape
 from teeny_ir.ir.verifier import verify_ops
-from teeny_ir.kernels import registry
+from teeny_ir.kernels import families
 from teeny_ir.kernels.contract import Constexpr
 
 Q = DYNAMIC_INDEX
@@ -265,9 +265,9 @@ def test_duplicate_weight_is_reported_on_the_second_declaration() -> None:
 
 
 def test_bool_constexprs_take_zero_or_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    family = registry.FAMILIES["elementwise"]
+    family = families.FAMILIES["elementwise"]
     flagged = dataclasses.replace(family, constexprs=(*family.constexprs, Constexpr("FAST", "bool")))
-    monkeypatch.setitem(registry.FAMILIES, "elementwise", flagged)
+    monkeypatch.setitem(families.FAMILIES, "elementwise", flagged)
 
     def build(blocks: Sequence[Block]) -> LaunchOp:
         return LaunchOp(

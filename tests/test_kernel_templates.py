@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from teeny_ir.core import pointwise
-from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render as render_variant
 
 HARNESS = Path(__file__).with_name("kernel_harness.py")

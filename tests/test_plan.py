@@ -33,7 +33,7 @@ from teeny_ir.backend.plan import (
     write_plan,
 )
 from teeny_ir.core import derivations
-from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render
 
 C_IN, C_OUT, H, W = 5, 6, 3, 7

@@ -17,7 +17,8 @@ from dialects.graph.conv import Conv2dOp
 from dialects.graph.elementwise import BiasAddOp, TanhOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core import pointwise
-from teeny_ir.reference import registry, run, semantics_for
+from teeny_ir.reference import run, semantics_for
+from teeny_ir.reference import semantics as registry
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = ROOT / "teeny_ir" / "reference"

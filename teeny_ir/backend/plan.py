@@ -23,7 +23,7 @@ from typing import Any
 from teeny_ir.core.derivations import KINDS, Derivation, DerivationError
 from teeny_ir.core.expressions import ExpressionError, parse, symbols
 from teeny_ir.kernels.contract import MAX_NUM_WARPS, constexpr_problem
-from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.families import FAMILIES
 
 FORMAT = "teeny-ir-plan"
 VERSION = 2

@@ -4,6 +4,10 @@ A pass's options are the init fields of its frozen dataclass. Supported field
 types: ``bool``, ``int``, ``float``, ``str``, ``Literal[...]`` choices, tuples
 of those (``tuple[int, ...]``; ``k=1,2,3`` on the command line) and any of them
 ``| None``. Option names are the field names with ``_`` spelled ``-``.
+
+Hand-written rather than xDSL's ``PipelinePassSpec`` conversion: xDSL's reads
+``{flag}`` as None, refuses values with ``/`` or ``.``, and raises a
+``BaseException`` subclass that ``except Exception`` does not catch.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ xDSL's ``verify()`` stops at the first failure and does not say which op
 failed; here every op is verified on its own (post-order), so one file reports
 every error, each located at its op. xDSL has no dominance check either: this
 module adds one (same block, enclosing blocks, and a dominator computation for
-multi-block regions).
+multi-block regions). Hand-written rather than networkx's dominators: parsing
+must not import networkx (start-up), and the common case is one block.
 """
 
 from __future__ import annotations

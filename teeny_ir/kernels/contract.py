@@ -4,7 +4,7 @@ A family is a Triton kernel source plus its runtime contract: the ordered
 non-constexpr arguments with their kind and Triton dtype, the constexprs, and
 the grid's tile model, which says how many programs each grid axis needs so the
 verifier can prove coverage. Each family subpackage defines one `KernelFamily`
-as ``FAMILY`` in its ``contract`` module; `teeny_ir.kernels.registry` lists them.
+as ``FAMILY`` in its ``contract`` module; `teeny_ir.kernels.families` lists them.
 Only the standard library is imported here.
 
 Argument kinds: ``input`` (an activation operand), ``param`` (a parameter

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from teeny_ir.core import pointwise
-from teeny_ir.kernels.registry import FAMILY_PACKAGES
+from teeny_ir.kernels.families import FAMILY_PACKAGES
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import TensorType

@@ -12,7 +12,7 @@ inputs of the wrong count, shape, batch or dtype, weights that are missing or
 mis-shaped (all of them listed in one error), and ops the interpreter has no
 semantics for (named, with their location). Extra weights are ignored.
 
-Each op's semantics is a function registered with `registry.semantics` in the
+Each op's semantics is a function registered with `semantics.semantics` in the
 module of this package named like its dialect module (``conv.py`` for
 ``dialects/graph/conv.py``); the ops of the pointwise table share one rule that
 evaluates the table. `semantics_for` says what runs for an op class (or why
@@ -34,7 +34,7 @@ from teeny_ir.core.derivations import Derivation
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.reference.common import Array, Weights
 from teeny_ir.reference.common import error as _error
-from teeny_ir.reference.registry import not_executed, semantics_for
+from teeny_ir.reference.semantics import not_executed, semantics_for
 
 __all__ = ["run", "semantics_for"]
 

@@ -15,7 +15,7 @@ from dialects.graph.conv import Conv2dOp, FusedConv2dOp
 from teeny_ir.core import pointwise
 from teeny_ir.core.derivations import evaluate
 from teeny_ir.reference.common import Array, Weights, channel
-from teeny_ir.reference.registry import semantics
+from teeny_ir.reference.semantics import semantics
 
 
 def _conv2d(

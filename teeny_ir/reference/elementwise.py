@@ -11,7 +11,7 @@ import numpy as np
 from dialects.graph.elementwise import BiasAddOp
 from teeny_ir.core import pointwise
 from teeny_ir.reference.common import Array, Weights, channel
-from teeny_ir.reference.registry import pointwise_rule, semantics
+from teeny_ir.reference.semantics import pointwise_rule, semantics
 
 
 @pointwise_rule

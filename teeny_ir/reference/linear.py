@@ -6,7 +6,7 @@ import numpy as np
 
 from dialects.graph.linear import LinearOp, MatmulOp
 from teeny_ir.reference.common import Array, Weights
-from teeny_ir.reference.registry import semantics
+from teeny_ir.reference.semantics import semantics
 
 
 @semantics(LinearOp)

@@ -7,7 +7,7 @@ import numpy as np
 
 from dialects.graph.norm import BatchNormOp
 from teeny_ir.reference.common import Array, Weights, channel, error
-from teeny_ir.reference.registry import semantics
+from teeny_ir.reference.semantics import semantics
 
 
 @semantics(BatchNormOp)

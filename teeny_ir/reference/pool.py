@@ -14,7 +14,7 @@ from dialects.graph.pool import (
     infer_pool2d_shape,
 )
 from teeny_ir.reference.common import Array, Weights
-from teeny_ir.reference.registry import semantics
+from teeny_ir.reference.semantics import semantics
 
 
 def _windows(

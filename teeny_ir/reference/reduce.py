@@ -10,7 +10,7 @@ import numpy as np
 
 from dialects.graph.reduce import CrossEntropyOp, LogSoftmaxOp, ReduceMeanOp, ReduceSumOp, SoftmaxOp
 from teeny_ir.reference.common import Array, Weights, error
-from teeny_ir.reference.registry import semantics
+from teeny_ir.reference.semantics import semantics
 
 
 def _log_softmax(x: Array, axis: int) -> Array:

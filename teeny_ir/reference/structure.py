@@ -13,7 +13,7 @@ from xdsl.ir import SSAValue
 
 from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
 from teeny_ir.reference.common import Array, Weights
-from teeny_ir.reference.registry import semantics
+from teeny_ir.reference.semantics import semantics
 
 
 def _concrete_shape(value: SSAValue, batch: int) -> tuple[int, ...]:

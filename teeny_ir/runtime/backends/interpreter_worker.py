@@ -29,7 +29,7 @@ from teeny_ir.backend import triton_settings
 from teeny_ir.backend.kernel_files import import_kernel
 from teeny_ir.backend.plan import BATCH, Plan, load_plan
 from teeny_ir.core.expressions import eval_text
-from teeny_ir.kernels.registry import FAMILIES
+from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends.interpreter import (
     OUTPUTS_FILE,
     REQUEST_FILE,

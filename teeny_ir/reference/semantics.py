@@ -28,7 +28,7 @@ from teeny_ir.core import pointwise
 from teeny_ir.reference.common import Semantics
 
 _PACKAGE = __name__.rpartition(".")[0]
-_NOT_SEMANTICS_MODULES = frozenset({"registry", "common", "__main__"})
+_NOT_SEMANTICS_MODULES = frozenset({"semantics", "common", "__main__"})
 """Modules of the package that register nothing, so `load_modules` skips them."""
 
 _SEMANTICS: dict[type[Operation], Semantics] = {}
