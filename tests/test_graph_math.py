@@ -26,9 +26,9 @@ from dialects.graph.linear import LinearOp, MatmulOp, infer_linear_shape, infer_
 from dialects.graph.param import ParamOp
 from teeny_ir import reference
 from teeny_ir.core.diagnostics import DiagnosticError
+from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close, assert_round_trips
 
 Q = DYNAMIC_INDEX
-ELEMENTWISE, REDUCTION = 1e-5, 1e-4
 BATCHES = (1, 3)
 
 
@@ -38,17 +38,6 @@ def tensor(*shape: int) -> TensorType:
 
 def ttype(shape: Sequence[int]) -> str:
     return str(tensor(*shape))
-
-
-def assert_round_trips(module: ModuleOp) -> None:
-    """Custom and generic text both reparse to a structurally equal module, and
-    the text is a fixed point of print -> parse -> print."""
-    module.verify()
-    for generic in (False, True):
-        text = teeny_ir.print_module(module, generic=generic)
-        reparsed = teeny_ir.parse_module(text)
-        assert reparsed.is_structurally_equivalent(module), text
-        assert teeny_ir.print_module(reparsed, generic=generic) == text
 
 
 Make = Callable[[list[SSAValue], dict[str, SSAValue]], Operation]
@@ -79,17 +68,6 @@ def concrete(shape: Sequence[int], batch: int) -> tuple[int, ...]:
 
 def rand(rng: np.random.Generator, shape: Sequence[int], scale: float = 1.0) -> np.ndarray:
     return (scale * rng.standard_normal(tuple(shape))).astype(np.float32)
-
-
-def assert_close(got: Sequence[np.ndarray], want: Sequence[Any], tol: float) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        w = np.asarray(w, dtype=np.float64)
-        assert g.dtype == np.float32
-        assert g.shape == w.shape
-        assert np.isfinite(g).all()
-        error = float(np.max(np.abs(g - w), initial=0.0))
-        assert error <= tol * max(1.0, float(np.max(np.abs(w), initial=0.0))), error
 
 
 def torch_of(array: np.ndarray) -> Any:
@@ -397,7 +375,7 @@ def check_against_torch(
         want = torch_fn(
             *(torch_of(x) for x in inputs), **{k: torch_of(v) for k, v in weights.items()}
         )
-    assert_close(got, [want.numpy()], tol)
+    assert_close(got, [want.numpy()], tol, dtype=np.float32)
 
 
 UNARY_CASES = {
@@ -436,7 +414,14 @@ def test_activations_match_torch(case: tuple[Any, str, tuple[int, ...]], batch: 
     module = forward_module([shape], {}, lambda args, params: build(args[0]))
     assert_round_trips(module)
     check_against_torch(
-        module, [shape], {}, torch_unary(torch_name), ELEMENTWISE, seed=1, batch=batch, scale=3.0
+        module,
+        [shape],
+        {},
+        torch_unary(torch_name),
+        ELEMENTWISE_TOL,
+        seed=1,
+        batch=batch,
+        scale=3.0,
     )
 
 
@@ -485,7 +470,7 @@ def test_sub_and_div_broadcast_like_torch(
     )
     function = torch.sub if op == "sub" else torch.div
     want = function(torch_of(arrays["lhs"]), torch_of(arrays["rhs"]))
-    assert_close(got, [want.numpy()], ELEMENTWISE)
+    assert_close(got, [want.numpy()], ELEMENTWISE_TOL, dtype=np.float32)
 
 
 def test_div_by_zero_is_ieee() -> None:
@@ -522,7 +507,7 @@ def test_linear_matches_torch(case: tuple[tuple[int, ...], int, bool], batch: in
     def torch_fn(x: Any, **weights: Any) -> Any:
         return F.linear(x, weights["fc.weight"], weights.get("fc.bias"))
 
-    check_against_torch(module, [shape], params, torch_fn, REDUCTION, seed=3, batch=batch)
+    check_against_torch(module, [shape], params, torch_fn, REDUCTION_TOL, seed=3, batch=batch)
 
 
 MATMUL_CASES = {
@@ -553,7 +538,7 @@ def test_matmul_matches_torch(case: tuple[tuple[int, ...], tuple[int, ...]], bat
     def torch_fn(lhs: Any, rhs: Any = None, **weights: Any) -> Any:
         return torch.matmul(lhs, weights["rhs"] if rhs is None else rhs)
 
-    check_against_torch(module, inputs, params, torch_fn, REDUCTION, seed=5, batch=batch)
+    check_against_torch(module, inputs, params, torch_fn, REDUCTION_TOL, seed=5, batch=batch)
 
 
 CONSTANT_CASES = {
@@ -584,5 +569,11 @@ def test_constant_matches_torch(
     assert isinstance(constant.value, DenseIntOrFPElementsAttr)
     values = torch.tensor(constant.value.get_values(), dtype=torch.float64).reshape(shape)
     check_against_torch(
-        module, [input_shape], {}, lambda x: x.double() - values, ELEMENTWISE, seed=9, batch=batch
+        module,
+        [input_shape],
+        {},
+        lambda x: x.double() - values,
+        ELEMENTWISE_TOL,
+        seed=9,
+        batch=batch,
     )

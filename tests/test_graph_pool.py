@@ -31,9 +31,9 @@ from dialects.graph.pool import (
 )
 from teeny_ir import reference
 from teeny_ir.core.diagnostics import DiagnosticError
+from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close, assert_round_trips
 
 Q = DYNAMIC_INDEX
-REDUCTION, ELEMENTWISE = 1e-4, 1e-5
 BATCHES = (1, 3)
 POOL_OPS = (MaxPool2dOp, AvgPool2dOp, GlobalAvgPool2dOp, UpsampleNearest2dOp)
 
@@ -61,17 +61,6 @@ def op_text(op: str, x: Sequence[int], options: str, result: str) -> str:
         f"  %y = graph.{op} %x{options} : ({ttype(x)}) -> {result}\n"
         "  func.return\n}\n"
     )
-
-
-def assert_round_trips(module: ModuleOp) -> None:
-    """Custom and generic text reparse to a structurally equal module, and print
-    back to the same text."""
-    module.verify()
-    for generic in (False, True):
-        text = teeny_ir.print_module(module, generic=generic)
-        reparsed = teeny_ir.parse_module(text)
-        assert reparsed.is_structurally_equivalent(module), text
-        assert teeny_ir.print_module(reparsed, generic=generic) == text
 
 
 # Parsing, printing and builders
@@ -412,15 +401,6 @@ def test_padding_limit_is_pytorchs() -> None:
 # Numerics against PyTorch through the reference interpreter
 
 
-def assert_close(got: np.ndarray, want: Any, tol: float) -> None:
-    want = np.asarray(want, dtype=np.float64)
-    assert got.dtype == np.float32
-    assert got.shape == want.shape
-    assert np.isfinite(got).all()
-    error = float(np.max(np.abs(got - want), initial=0.0))
-    assert error <= tol * max(1.0, float(np.max(np.abs(want), initial=0.0))), error
-
-
 def run_one(
     input_shape: Sequence[int], build: Callable[[SSAValue], Operation], x: np.ndarray
 ) -> np.ndarray:
@@ -468,7 +448,7 @@ def test_max_pool2d_matches_pytorch(case: tuple[Any, ...]) -> None:
         want = torch.nn.functional.max_pool2d(
             torch.from_numpy(x), kernel, stride, (ph, pw), dilation, ceil_mode
         )
-        assert_close(got, want.numpy(), REDUCTION)
+        assert_close(got, want.numpy(), REDUCTION_TOL, dtype=np.float32)
 
 
 # (C, H, W, kernel, stride, padding (h, w), ceil_mode, count_include_pad)
@@ -505,7 +485,7 @@ def test_avg_pool2d_matches_pytorch(case: tuple[Any, ...]) -> None:
         want = torch.nn.functional.avg_pool2d(
             torch.from_numpy(x), kernel, stride, (ph, pw), ceil_mode, include
         )
-        assert_close(got, want.numpy(), REDUCTION)
+        assert_close(got, want.numpy(), REDUCTION_TOL, dtype=np.float32)
 
 
 def test_ceil_mode_edge_divisor_is_pytorchs() -> None:
@@ -522,7 +502,7 @@ def test_ceil_mode_edge_divisor_is_pytorchs() -> None:
     want = torch.nn.functional.avg_pool2d(torch.from_numpy(x), 3, 2, 1, ceil_mode=True).numpy()
     assert got.shape == (1, 1, 4, 4)
     assert got[0, 0, 3, 3] == want[0, 0, 3, 3] == 0.25
-    assert_close(got, want, REDUCTION)
+    assert_close(got, want, REDUCTION_TOL, dtype=np.float32)
 
 
 # Asymmetric padding [top, left, bottom, right] (PyTorch pools pad symmetrically):
@@ -561,7 +541,7 @@ def test_asymmetric_padding_matches_pytorch(case: tuple[Any, ...]) -> None:
         )
         padded = torch_pad(t, padding, float("-inf"))
         want = functional.max_pool2d(padded, kernel, stride, 0, ceil_mode=ceil_mode)
-        assert_close(got, want.numpy(), REDUCTION)
+        assert_close(got, want.numpy(), REDUCTION_TOL, dtype=np.float32)
 
         got = run_one(
             shape,
@@ -572,7 +552,7 @@ def test_asymmetric_padding_matches_pytorch(case: tuple[Any, ...]) -> None:
         )
         zero_padded = torch_pad(t, padding, 0.0)
         want = functional.avg_pool2d(zero_padded, kernel, stride, 0, ceil_mode)
-        assert_close(got, want.numpy(), REDUCTION)
+        assert_close(got, want.numpy(), REDUCTION_TOL, dtype=np.float32)
 
         # count_include_pad=False: the zero-padded window sum over the number of
         # input elements in the window, both from the same PyTorch pool.
@@ -591,7 +571,7 @@ def test_asymmetric_padding_matches_pytorch(case: tuple[Any, ...]) -> None:
         counts = functional.avg_pool2d(
             torch_pad(torch.ones_like(t), padding, 0.0), kernel, stride, 0, ceil_mode
         )
-        assert_close(got, (want / counts).numpy(), REDUCTION)
+        assert_close(got, (want / counts).numpy(), REDUCTION_TOL, dtype=np.float32)
 
 
 def test_window_over_padding_only_is_minus_inf_as_in_pytorch() -> None:
@@ -611,7 +591,7 @@ def test_global_avg_pool2d_matches_pytorch(shape: tuple[int, int, int]) -> None:
     for x in inputs(shape, seed=sum(shape)):
         got = run_one((Q, *shape), GlobalAvgPool2dOp, x)
         want = torch.nn.functional.adaptive_avg_pool2d(torch.from_numpy(x), 1)
-        assert_close(got, want.numpy(), REDUCTION)
+        assert_close(got, want.numpy(), REDUCTION_TOL, dtype=np.float32)
 
 
 @pytest.mark.parametrize(
@@ -627,4 +607,4 @@ def test_upsample_nearest2d_matches_pytorch(
         want = torch.nn.functional.interpolate(
             torch.from_numpy(x), scale_factor=scales, mode="nearest"
         )
-        assert_close(got, want.numpy(), ELEMENTWISE)
+        assert_close(got, want.numpy(), ELEMENTWISE_TOL, dtype=np.float32)

@@ -32,10 +32,10 @@ from dialects.graph.reduce import (
 )
 from teeny_ir import reference
 from teeny_ir.core.diagnostics import DiagnosticError
+from teeny_ir.testing import REDUCTION_TOL, assert_close, assert_round_trips
 
 Q = DYNAMIC_INDEX
 BATCHES = (1, 3)
-REDUCTION = 1e-4
 
 
 def tensor(*shape: int, dtype: Attribute = f32) -> TensorType:
@@ -53,27 +53,6 @@ def forward(
     module = ModuleOp([function])
     module.verify()
     return module
-
-
-def assert_round_trips(module: ModuleOp) -> None:
-    """Custom and generic text reparse to a structurally equal module, and each is
-    a fixed point of print -> parse -> print."""
-    for generic in (False, True):
-        text = teeny_ir.print_module(module, generic=generic)
-        reparsed = teeny_ir.parse_module(text)
-        assert reparsed.is_structurally_equivalent(module), text
-        assert teeny_ir.print_module(reparsed, generic=generic) == text
-
-
-def assert_close(got: Sequence[np.ndarray], want: Sequence[Any], tol: float = REDUCTION) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        w = np.asarray(w, dtype=np.float64)
-        assert g.dtype == np.float32
-        assert g.shape == w.shape
-        assert np.isfinite(g).all()
-        error = float(np.max(np.abs(g - w), initial=0.0))
-        assert error <= tol * max(1.0, float(np.max(np.abs(w), initial=0.0))), error
 
 
 def concrete(shape: Sequence[int], batch: int) -> tuple[int, ...]:
@@ -355,7 +334,7 @@ def test_softmax_matches_torch(case: tuple[Any, ...], log: bool, batch: int) -> 
     got = reference.run(module, {}, [x])
     function = F.log_softmax if log else F.softmax
     want = function(torch.from_numpy(x).double(), dim=axis).numpy()
-    assert_close(got, [want])
+    assert_close(got, [want], REDUCTION_TOL, dtype=np.float32)
 
 
 @pytest.mark.parametrize("batch", BATCHES)
@@ -375,7 +354,7 @@ def test_cross_entropy_matches_torch(classes: int, batch: int) -> None:
     (got,) = reference.run(module, {}, [logits, targets])
     assert got.shape == () and got.dtype == np.float32
     want = F.cross_entropy(torch.from_numpy(logits).double(), torch.from_numpy(targets))
-    assert_close([got], [want.numpy()])
+    assert_close([got], [want.numpy()], REDUCTION_TOL, dtype=np.float32)
 
 
 @pytest.mark.parametrize("bad", [-1, 4])
@@ -419,7 +398,7 @@ def test_reductions_match_torch(case: tuple[Any, ...], mean: bool, batch: int) -
     got = reference.run(module, {}, [x])
     function = torch.mean if mean else torch.sum
     want = function(torch.from_numpy(x).double(), dim=axes, keepdim=keepdims).numpy()
-    assert_close(got, [want])
+    assert_close(got, [want], REDUCTION_TOL, dtype=np.float32)
 
 
 # The reference keeps i64 values as int64

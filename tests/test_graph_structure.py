@@ -32,9 +32,9 @@ from dialects.graph.shapes import (
 )
 from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
 from teeny_ir import reference
+from teeny_ir.testing import ELEMENTWISE_TOL, assert_close, assert_round_trips
 
 Q = DYNAMIC_INDEX
-TOL = 1e-5
 BATCHES = (1, 3)
 
 
@@ -46,17 +46,6 @@ def to_text(op: Operation, *, generic: bool = False) -> str:
     stream = io.StringIO()
     Printer(stream=stream, print_generic_format=generic).print_op(op)
     return stream.getvalue()
-
-
-def assert_round_trips(module: ModuleOp) -> None:
-    """Custom and generic text both reparse to a structurally equal module, and
-    the text is a fixed point of print -> parse -> print."""
-    module.verify()
-    for generic in (False, True):
-        text = to_text(module, generic=generic)
-        reparsed = teeny_ir.parse_module(text)
-        assert reparsed.is_structurally_equivalent(module), text
-        assert to_text(reparsed, generic=generic) == text
 
 
 Build = Callable[[Sequence[SSAValue]], Sequence[Operation]]
@@ -74,17 +63,6 @@ def build_forward(arg_types: Sequence[TensorType], build: Build) -> ModuleOp:
     module = ModuleOp([forward])
     module.verify()
     return module
-
-
-def assert_close(got: Sequence[np.ndarray], want: Sequence[Any]) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        w = np.asarray(w, dtype=np.float64)
-        assert g.dtype == np.float32
-        assert g.shape == w.shape
-        assert np.isfinite(g).all()
-        error = float(np.max(np.abs(g - w), initial=0.0))
-        assert error <= TOL * max(1.0, float(np.max(np.abs(w), initial=0.0))), error
 
 
 def concrete(shape: Sequence[int], batch: int) -> tuple[int, ...]:
@@ -470,4 +448,4 @@ def test_matches_pytorch(name: str, batch: int) -> None:
     inputs = [rng.standard_normal(concrete(s, batch)).astype(np.float32) for s in shapes]
     got = reference.run(teeny_ir.parse_module(to_text(module)), {}, inputs)
     want = torch_fn(torch, *(torch.from_numpy(x) for x in inputs))
-    assert_close(got, [w.numpy() for w in want])
+    assert_close(got, [w.numpy() for w in want], ELEMENTWISE_TOL, dtype=np.float32)

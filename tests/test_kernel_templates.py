@@ -29,11 +29,10 @@ import pytest
 from teeny_ir.core import pointwise
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render as render_variant
+from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close
 
 HARNESS = Path(__file__).with_name("kernel_harness.py")
 CANARY = np.float32(1234.5)  # kernel_harness.CANARY
-ELEMENTWISE_TOL = 1e-5
-GEMM_TOL = 1e-4
 
 
 @dataclass
@@ -182,7 +181,7 @@ def gemm_case(
         # An unmasked store reaches at most BLOCK_N rows and BLOCK_M columns past the
         # last image, plus the images of extra programs.
         pad=(block_n + extra_images * c_out) * row_stride + block_m,
-        tol=GEMM_TOL,
+        tol=REDUCTION_TOL,
         expected={"y": expected.ravel()},
     )
 
@@ -312,10 +311,7 @@ def test_template_matches_numpy(case: Case, results: dict[str, np.ndarray]) -> N
         got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
         unwritten = np.isnan(expected)
         assert np.isnan(got[unwritten]).all(), "wrote into the gap between output rows"
-        got, expected = got[~unwritten], expected[~unwritten]
-        assert np.isfinite(got).all(), f"{np.count_nonzero(~np.isfinite(got))} elements not finite"
-        error = float(np.max(np.abs(got - expected)))
-        assert error <= case.tol * max(1.0, float(np.max(np.abs(expected)))), error
+        assert_close(got[~unwritten], expected[~unwritten], case.tol)
 
 
 def _without_store_mask(text: str) -> str:

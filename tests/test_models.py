@@ -29,9 +29,9 @@ from xdsl.dialects.builtin import ModuleOp
 
 import teeny_ir
 from teeny_ir import reference
+from teeny_ir.testing import REDUCTION_TOL, assert_close
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-TOLERANCE = 1e-4
 BATCHES = (1, 3)
 
 
@@ -225,15 +225,6 @@ def modules() -> dict[str, ModuleOp]:
     }
 
 
-def assert_close(got: list[np.ndarray], want: list[np.ndarray]) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == np.float32 and g.shape == w.shape
-        assert np.isfinite(g).all()
-        error = float(np.max(np.abs(g - w)))
-        assert error <= TOLERANCE * max(1.0, float(np.max(np.abs(w)))), error
-
-
 def spread(outputs: list[np.ndarray]) -> float:
     """The smallest, over outputs, of the mean per-channel std over batch and
     positions: how much of an output is not a per-channel constant (a bias)."""
@@ -254,7 +245,7 @@ def test_model_matches_pytorch(
     got = reference.run(modules[name], weights, [x])
     want = torch_outputs(name, weights, x)
     assert [g.shape for g in got] == [(batch, *shape) for shape in output_shapes]
-    assert_close(got, want)
+    assert_close(got, want, REDUCTION_TOL, dtype=np.float32)
     if weights_kind == "scaled" and name == "yolov8n":
         assert spread(want) > 0.5, spread(want)
 

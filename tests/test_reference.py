@@ -23,23 +23,12 @@ import teeny_ir
 from dialects.graph.shapes import broadcast_shapes, infer_conv2d_shape
 from teeny_ir import reference
 from teeny_ir.core.diagnostics import DiagnosticError
+from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close
 
 REPO = Path(__file__).resolve().parent.parent
 SLICE = REPO / "examples" / "slice"
 Q = DYNAMIC_INDEX
-ELEMENTWISE, REDUCTION = 1e-5, 1e-4
 BATCHES = (1, 3)
-
-
-def assert_close(got: Sequence[np.ndarray], want: Sequence[Any], tol: float) -> None:
-    assert len(got) == len(want)
-    for g, w in zip(got, want, strict=True):
-        w = np.asarray(w, dtype=np.float64)
-        assert g.dtype == np.float32
-        assert g.shape == w.shape
-        assert np.isfinite(g).all()
-        error = float(np.max(np.abs(g - w), initial=0.0))
-        assert error <= tol * max(1.0, float(np.max(np.abs(w), initial=0.0))), error
 
 
 def ttype(shape: Sequence[int]) -> str:
@@ -143,7 +132,7 @@ def test_conv2d_matches_torch(case: tuple[Any, ...], batch: int) -> None:
     want = torch_conv(
         t["x"], t["conv.weight"], t.get("conv.bias"), strides, padding, dilation, groups
     )
-    assert_close(got, [want.numpy()], REDUCTION)
+    assert_close(got, [want.numpy()], REDUCTION_TOL, dtype=np.float32)
 
 
 # graph.batch_norm
@@ -209,7 +198,7 @@ def test_batch_norm_matches_torch(case: tuple[Any, ...], batch: int) -> None:
     expected = [want.numpy()]
     if training:  # torch updated the running statistics in place
         expected += [t["bn.running_mean"].numpy(), t["bn.running_var"].numpy()]
-    assert_close(got, expected, REDUCTION)
+    assert_close(got, expected, REDUCTION_TOL, dtype=np.float32)
 
 
 def test_batch_norm_training_needs_two_values_per_channel() -> None:
@@ -250,7 +239,7 @@ def test_activations_match_torch(op: str, shape: tuple[int, ...], batch: int) ->
     x = activation_input(np.random.default_rng(3), concrete(shape, batch))
     got = run(forward([shape], [shape], body), {}, [x])
     torch_op = {"silu": F.silu, "relu": F.relu, "sigmoid": torch.sigmoid}[op]
-    assert_close(got, [torch_op(torch.from_numpy(x)).numpy()], ELEMENTWISE)
+    assert_close(got, [torch_op(torch.from_numpy(x)).numpy()], ELEMENTWISE_TOL, dtype=np.float32)
 
 
 def test_sigmoid_saturates_without_overflow() -> None:
@@ -309,7 +298,7 @@ def test_binaries_broadcast_like_torch(op: str, case: tuple[Any, ...], batch: in
     got = run(forward(arg_shapes, [result], "\n".join(lines)), weights, inputs)
     lhs, rhs = (torch.from_numpy(np.ascontiguousarray(v)) for v in values)
     want = lhs + rhs if op == "add" else lhs * rhs
-    assert_close(got, [want.numpy()], ELEMENTWISE)
+    assert_close(got, [want.numpy()], ELEMENTWISE_TOL, dtype=np.float32)
 
 
 @pytest.mark.parametrize("batch", BATCHES)
@@ -327,7 +316,7 @@ def test_bias_add_matches_torch(shape: tuple[int, ...], batch: int) -> None:
     got = run(forward([shape], [shape], body), {"conv.bias": bias}, [x])
     view = (1, channels) + (1,) * (len(shape) - 2)
     want = torch.from_numpy(x) + torch.from_numpy(bias).reshape(view)
-    assert_close(got, [want.numpy()], ELEMENTWISE)
+    assert_close(got, [want.numpy()], ELEMENTWISE_TOL, dtype=np.float32)
 
 
 # graph.fused_conv2d, through its derivations
@@ -387,7 +376,7 @@ def test_fused_conv2d_matches_torch_conv_bn_act(case: tuple[Any, ...], batch: in
             y, t["bn.running_mean"], t["bn.running_var"], t["bn.weight"], t["bn.bias"], eps=1e-3
         )
     activations = {"silu": F.silu, "relu": F.relu, "sigmoid": torch.sigmoid, "none": lambda v: v}
-    assert_close(got, [activations[activation](y).numpy()], REDUCTION)
+    assert_close(got, [activations[activation](y).numpy()], REDUCTION_TOL, dtype=np.float32)
 
 
 # graph.param, outputs and validation
@@ -631,4 +620,4 @@ def test_slice_reference_matches_torch(batch: int) -> None:
     model.load_state_dict(torch_tensors(weights), strict=True)
     with torch.no_grad():
         want = [y.numpy() for y in model(torch.from_numpy(x))]
-    assert_close(got, want, REDUCTION)
+    assert_close(got, want, REDUCTION_TOL, dtype=np.float32)

@@ -7,7 +7,8 @@ with the numpy reference interpreter at batch 1 and 3.
 
 Prints the kernel IR, the kernels and launches of the plan, the max error of
 every output and the time of every stage; exits 1 if any output misses the
-tolerance (docs/architecture.md: max|got - ref| <= 1e-4 * max(1, max|ref|)).
+tolerance (docs/architecture.md, teeny_ir.testing: outputs finite, same shapes,
+max|got - ref| <= 1e-4 * max(1, max|ref|)).
 
 Usage: python examples/slice/run_slice.py [--out-dir build/slice] [--batches 1 3]
 """
@@ -26,9 +27,9 @@ import teeny_ir
 from teeny_ir import reference, runtime
 from teeny_ir.backend.plan import load_plan
 from teeny_ir.driver.pass_manager import Instrumentation, Timing
+from teeny_ir.testing import REDUCTION_TOL, compare
 
 HERE = Path(__file__).resolve().parent
-TOLERANCE = 1e-4
 
 
 def main() -> int:
@@ -75,15 +76,15 @@ def main() -> int:
         start = time.perf_counter()
         want = reference.run(reference_module, weights, [x])
         stages.append((f"reference, batch {batch}", time.perf_counter() - start))
-        for index, (g, w) in enumerate(zip(got, want, strict=True)):
-            error = float(np.max(np.abs(g - w)))
-            bound = TOLERANCE * max(1.0, float(np.max(np.abs(w))))
-            ok = g.shape == w.shape and bool(np.isfinite(g).all()) and error <= bound
-            failed |= not ok
-            verdict = "ok" if ok else "FAIL"
+        result = compare(got, want, REDUCTION_TOL)
+        failed |= not result.ok
+        if not result.outputs and not result.ok:  # the output counts differ
+            print(f"batch {batch}: {result.reason} FAIL")
+        for index, (g, output) in enumerate(zip(got, result.outputs, strict=False)):
+            verdict = "ok" if output.ok else f"FAIL ({output.reason})"
             print(
                 f"batch {batch} output {index}: shape {list(g.shape)} "
-                f"max|got-ref| = {error:.3e} (bound {bound:.1e}) {verdict}"
+                f"max|got-ref| = {output.max_error:.3e} (bound {output.bound:.1e}) {verdict}"
             )
 
     print("== time per stage ==")
