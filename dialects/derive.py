@@ -22,6 +22,7 @@ from xdsl.irdl import irdl_attr_definition
 from xdsl.utils.exceptions import VerifyException
 
 from teeny_ir.core.derivations import KINDS, REGISTRY, Derivation, DerivationError
+from teeny_ir.ir.format import f64_text, parse_f64
 
 if TYPE_CHECKING:
     from xdsl.parser import AttrParser
@@ -30,12 +31,8 @@ if TYPE_CHECKING:
 
 def _float_text(value: float) -> str:
     """Shortest text that reads back as the same float, in MLIR's float syntax
-    (which needs a '.': ``1.0e-05``, not ``1e-05``)."""
-    text = repr(float(value))
-    if "." not in text:
-        mantissa, _, exponent = text.partition("e")
-        text = f"{mantissa}.0" + (f"e{exponent}" if exponent else "")
-    return text
+    (which needs a '.': ``1.0e-05``, not ``1e-05``); see `f64_text`."""
+    return f64_text(value)
 
 
 @irdl_attr_definition
@@ -57,14 +54,14 @@ class DerivationAttr(Data[Derivation]):
             sources: list[str] = []
             if "value" in REGISTRY[kind].attributes:
                 with parser.in_parens():
-                    value = parser.parse_float()
+                    value = parse_f64(parser)
             else:
                 sources = parser.parse_comma_separated_list(
                     parser.Delimiter.PAREN, parser.parse_str_literal, " (source weight names)"
                 )
             eps = 0.0
             if parser.parse_optional_keyword("eps") is not None:
-                eps = parser.parse_float()
+                eps = parse_f64(parser)
             parser.parse_punctuation(":")
             shape = parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE, parser.parse_integer, " (the parameter's shape)"

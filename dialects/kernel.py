@@ -20,7 +20,7 @@ hold several per op.
 
 from __future__ import annotations
 
-import math
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -40,7 +40,7 @@ from xdsl.dialects.builtin import (
     i64,
 )
 from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
@@ -54,20 +54,16 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.derive import DerivationAttr
-from teeny_ir.core import expressions
 from teeny_ir.core.derivations import Derivation
 from teeny_ir.ir.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
-from teeny_ir.kernels.contract import MAX_GRID, MAX_NUM_WARPS, KernelFamily, constexpr_problem
-from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.ir.verifier import verification_memo
+from teeny_ir.kernels import validator
+from teeny_ir.kernels.contract import KernelFamily
+from teeny_ir.kernels.validator import BATCH, LaunchContract
 
 if TYPE_CHECKING:
     from xdsl.parser import AttrParser, Parser
     from xdsl.printer import Printer
-
-COVERAGE_BATCHES = range(1, 65)
-"""Batch sizes for which the verifier proves grid coverage and argument ranges."""
-MAX_I32 = 2**31 - 1
-BATCH = "B"
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _REFERENCE = re.compile(r"(in|out)(0|[1-9][0-9]*)|param\.([A-Za-z_][A-Za-z0-9_]*)")
@@ -82,6 +78,7 @@ def _print_name(printer: Printer, name: str) -> None:
         printer.print_string_literal(name)
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_batch_tensor(type_: Attribute, *, static: bool) -> bool:
     """An f32 tensor without encoding, sizes >= 1, ``?`` only at dimension 0 (and
     nowhere if ``static``)."""
@@ -239,12 +236,9 @@ class WeightOp(IRDLOperation):
                 f"weight '{self.weight_name}' must be a static f32 tensor with sizes >= 1, "
                 f"got {self.weight_type}"
             )
-        block = self.parent_block()
-        for other in block.ops if block is not None else ():
-            if other is self:
-                break
-            if isinstance(other, WeightOp) and other.weight_name == self.weight_name:
-                raise VerifyException(f"weight '{self.weight_name}' is already declared")
+        first = _first_declarations(self.parent_block()).get(self.weight_name, self)
+        if first is not self:
+            raise VerifyException(f"weight '{self.weight_name}' is already declared")
 
     @classmethod
     def parse(cls, parser: Parser) -> WeightOp:
@@ -308,16 +302,11 @@ class LaunchOp(IRDLOperation):
         num_stages: int,
     ):
         slots = [
-            ParamSlotAttr(
-                StringAttr(p.name), TensorType(f32, p.shape), DerivationAttr(p.derivation)
-            )
+            ParamSlotAttr(_string(p.name), _f32_tensor(p.shape), DerivationAttr(p.derivation))
             for p in params
         ]
-        bindings = [ArgBindingAttr(StringAttr(n), StringAttr(b)) for n, b in args]
-        values = {
-            k: StringAttr(v) if isinstance(v, str) else IntegerAttr(v, i64)
-            for k, v in constexprs.items()
-        }
+        bindings = [_binding(n, b) for n, b in args]
+        values = {k: _string(v) if isinstance(v, str) else _i64(v) for k, v in constexprs.items()}
         super().__init__(
             operands=[inputs],
             result_types=[result_types],
@@ -364,12 +353,12 @@ class LaunchOp(IRDLOperation):
 
     def check_plan(self) -> None:
         """Everything `verify_` checks except the weight table (which needs the
-        enclosing function): lowering passes call it on ops not yet inserted."""
-        family = FAMILIES.get(self.family)
-        if family is None:
-            raise VerifyException(
-                f"unknown kernel family '{self.family}' (known: {', '.join(sorted(FAMILIES))})"
-            )
+        enclosing function): lowering passes call it on ops not yet inserted.
+        The contract itself is proven by `teeny_ir.kernels.validator`."""
+        try:
+            family = validator.family_of(self.family)
+        except validator.ContractError as err:
+            raise VerifyException(str(err)) from None
         for what, values in (("operand", self.inputs), ("result", self.outputs)):
             for index, value in enumerate(values):
                 if not _is_batch_tensor(value.type, static=False):
@@ -377,32 +366,41 @@ class LaunchOp(IRDLOperation):
                         f"{what} #{index} must be an f32 tensor with sizes >= 1 whose only "
                         f"dynamic dimension is the batch (0), got {value.type}"
                     )
-        constexprs = _check_constexprs(family, self.constexprs_attr.data)
+        constexprs = _constexpr_values(family, self.constexprs_attr.data)
         slots = _check_slots(self.params_attr.data)
-        expressions_ = _check_bindings(family, self.arg_bindings, self, slots)
-        if not (1 <= self.num_warps <= MAX_NUM_WARPS and _power_of_two(self.num_warps)):
-            raise VerifyException(
-                f"num_warps must be a power of two in 1..{MAX_NUM_WARPS}, got {self.num_warps}"
-            )
-        if self.num_stages < 1:
-            raise VerifyException(f"num_stages must be >= 1, got {self.num_stages}")
-        grid = [g.data for g in self.grid_attr]
-        if len(grid) != 3:
-            raise VerifyException(f"expected 3 grid expressions (x, y, z), got {len(grid)}")
-        axes = [_parse_over_batch(f"grid[{i}]", text) for i, text in enumerate(grid)]
-        tiles = {k: v for k, v in constexprs.items() if isinstance(v, int)}
-        _prove_coverage(family, tiles, expressions_, list(zip(grid, axes, strict=True)))
+        _check_bindings(family, self.arg_bindings, self, slots)
+        try:
+            validator.validate(self.contract(constexprs))
+        except validator.ContractError as err:
+            raise VerifyException(str(err)) from None
+
+    def contract(self, constexprs: Mapping[str, int | str] | None = None) -> LaunchContract:
+        """This launch as the validator sees it: pointers bound to ``in<N>``,
+        ``out<N>`` and ``param.<slot>``, with their tensor types' shapes."""
+        values = self.constexpr_values if constexprs is None else constexprs
+        tensors: list[tuple[str, tuple[int | str, ...]]] = []
+        for prefix, group in (("in", self.inputs), ("out", self.outputs)):
+            for index, value in enumerate(group):
+                assert isinstance(value.type, TensorType)  # checked by check_plan
+                tensors.append((f"{prefix}{index}", tuple(symbolic_shape(value.type))))
+        tensors += [(f"param.{s.name}", s.shape) for s in self.param_slots]
+        return LaunchContract(
+            self.family,
+            tuple(sorted(values.items())),
+            tuple(self.arg_bindings),
+            tuple(tensors),
+            tuple(g.data for g in self.grid_attr),
+            self.num_warps,
+            self.num_stages,
+        )
 
     def check_weight_table(self) -> None:
         """Every derivation source is declared by a ``kernel.weight`` of the
         enclosing function, with a shape that fits the derivation."""
-        table: dict[str, tuple[int, ...]] = {}
         function = self.parent_op()
         while function is not None and not isinstance(function, FuncOp):
             function = function.parent_op()
-        for op in function.walk() if function is not None else ():
-            if isinstance(op, WeightOp):
-                table.setdefault(op.weight_name, op.shape)
+        table = _weight_table(function)
         for slot in self.params_attr:
             name, derivation = slot.slot_name.data, slot.derivation.data
             for source in derivation.sources:
@@ -486,14 +484,39 @@ def _properties(
     num_stages: int,
 ) -> dict[str, Attribute]:
     return {
-        "family": StringAttr(family),
+        "family": _string(family),
         "constexprs": DictionaryAttr(constexprs),
         "params": ArrayAttr(params),
         "args": ArrayAttr(args),
-        "grid": ArrayAttr([StringAttr(g) for g in grid]),
-        "num_warps": IntegerAttr(num_warps, i64),
-        "num_stages": IntegerAttr(num_stages, i64),
+        "grid": ArrayAttr([_string(g) for g in grid]),
+        "num_warps": _i64(num_warps),
+        "num_stages": _i64(num_stages),
     }
+
+
+# Attributes are immutable values, so launches share equal ones: building a
+# launch then costs a dictionary lookup per attribute instead of constructing
+# and verifying each (lowering a 10k-op graph builds ~100k of them).
+
+
+@functools.lru_cache(maxsize=65536)
+def _string(text: str) -> StringAttr:
+    return StringAttr(text)
+
+
+@functools.lru_cache(maxsize=65536)
+def _i64(value: int) -> IntegerAttr[I64]:
+    return IntegerAttr(value, i64)
+
+
+@functools.lru_cache(maxsize=65536)
+def _binding(name: str, text: str) -> ArgBindingAttr:
+    return ArgBindingAttr(_string(name), _string(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _f32_tensor(shape: tuple[int, ...]) -> TensorType:
+    return TensorType(f32, shape)
 
 
 def _parse_count(parser: Parser, keyword: str) -> int:
@@ -520,33 +543,20 @@ def _print_constexpr(printer: Printer, name: str, value: Attribute) -> None:
 # Verification helpers
 
 
-def _power_of_two(value: int) -> bool:
-    return value >= 1 and value & (value - 1) == 0
-
-
-def _check_constexprs(
+def _constexpr_values(
     family: KernelFamily, values: Mapping[str, Attribute]
 ) -> dict[str, int | str]:
-    expected = [c.name for c in family.constexprs]
-    for name in values:
-        if name not in expected:
-            raise VerifyException(
-                f"family '{family.name}' has no constexpr '{name}' "
-                f"(its constexprs: {', '.join(expected)})"
-            )
+    """The constexpr attributes as values: i64 integers, or strings for the
+    family's pointwise constexprs (the validator checks the values)."""
+    kinds = {c.name: c.type for c in family.constexprs}
     checked: dict[str, int | str] = {}
-    for constexpr in family.constexprs:
-        attr = values.get(constexpr.name)
-        if attr is None:
-            raise VerifyException(f"missing constexpr '{constexpr.name}' of family '{family.name}'")
+    for name, attr in values.items():
         value = _constexpr_value(attr)
-        if value is None:
-            kind = "a pointwise op name" if constexpr.type == "pointwise" else "an i64 integer"
-            raise VerifyException(f"constexpr '{constexpr.name}' must be {kind}, got {attr}")
-        problem = constexpr_problem(constexpr, value)
-        if problem is not None:
-            raise VerifyException(problem)
-        checked[constexpr.name] = value
+        pointwise = kinds.get(name) == "pointwise"
+        if value is None or (name in kinds and isinstance(value, str) != pointwise):
+            kind = "a pointwise op name" if pointwise else "an i64 integer"
+            raise VerifyException(f"constexpr '{name}' must be {kind}, got {attr}")
+        checked[name] = value
     return checked
 
 
@@ -557,6 +567,41 @@ def _constexpr_value(attr: Attribute) -> int | str | None:
     if isinstance(attr, StringAttr):
         return attr.data
     return None
+
+
+def _first_declarations(block: Block | None) -> dict[str, WeightOp]:
+    """Weight name -> the first kernel.weight of ``block`` declaring it, built
+    once per verification run (`verification_memo`)."""
+    memo = verification_memo()
+    key = ("kernel.weight first declarations", id(block))
+    if memo is not None and key in memo:
+        cached: dict[str, WeightOp] = memo[key]  # type: ignore[assignment]
+        return cached
+    first: dict[str, WeightOp] = {}
+    for op in block.ops if block is not None else ():
+        if isinstance(op, WeightOp):
+            first.setdefault(op.weight_name, op)
+    if memo is not None:
+        memo[key] = first
+    return first
+
+
+def _weight_table(function: FuncOp | None) -> dict[str, tuple[int, ...]]:
+    """Weight name -> shape over the function's kernel.weight ops, built once per
+    verification run (`verification_memo`) so that verifying every launch of a
+    function stays linear in its size."""
+    memo = verification_memo()
+    key = ("kernel.weight table", id(function))
+    if memo is not None and key in memo:
+        cached: dict[str, tuple[int, ...]] = memo[key]  # type: ignore[assignment]
+        return cached
+    table: dict[str, tuple[int, ...]] = {}
+    for op in function.walk() if function is not None else ():
+        if isinstance(op, WeightOp):
+            table.setdefault(op.weight_name, op.shape)
+    if memo is not None:
+        memo[key] = table
+    return table
 
 
 def _check_slots(slots: Sequence[ParamSlotAttr]) -> set[str]:
@@ -581,22 +626,11 @@ def _check_slots(slots: Sequence[ParamSlotAttr]) -> set[str]:
     return names
 
 
-def _parse_over_batch(what: str, text: str) -> expressions.Expr:
-    try:
-        expr = expressions.parse(text)
-    except expressions.ExpressionError as err:
-        raise VerifyException(f"{what} = '{text}' is not an expression: {err}") from None
-    for symbol in sorted(expressions.symbols(expr) - {BATCH}):
-        raise VerifyException(
-            f"{what} = '{text}' uses symbol '{symbol}': only the batch '{BATCH}' may appear"
-        )
-    return expr
-
-
 def _check_bindings(
     family: KernelFamily, bindings: Sequence[tuple[str, str]], op: LaunchOp, slots: set[str]
-) -> dict[str, tuple[str, expressions.Expr]]:
-    """Check the ABI bindings; return the dim/scalar ones as name -> (text, expr)."""
+) -> None:
+    """Check the ABI bindings' names, order and tensor references (the
+    validator evaluates the expressions)."""
     abi = [a.name for a in family.args]
     if len(bindings) != len(abi):
         raise VerifyException(
@@ -605,7 +639,6 @@ def _check_bindings(
         )
     counts = {"in": len(op.inputs), "out": len(op.outputs)}
     used: set[str] = set()
-    values: dict[str, tuple[str, expressions.Expr]] = {}
     for index, ((name, text), arg) in enumerate(zip(bindings, family.args, strict=True)):
         if name != arg.name:
             raise VerifyException(
@@ -613,7 +646,6 @@ def _check_bindings(
                 f"(the family's ABI order: {', '.join(abi)})"
             )
         if arg.kind not in _REFERENCE_FORMS:
-            values[name] = (text, _parse_over_batch(f"argument '{name}'", text))
             continue
         match = _REFERENCE.fullmatch(text)
         prefix = {"input": "in", "output": "out"}.get(arg.kind, "param")
@@ -641,70 +673,6 @@ def _check_bindings(
             raise VerifyException(
                 f"{what} is not bound to any {kind + ' ' if kind else ''}argument"
             )
-    return values
-
-
-def _evaluate(what: str, text: str, expr: expressions.Expr, batch: int) -> int:
-    try:
-        return expressions.evaluate(expr, {BATCH: batch})
-    except expressions.ExpressionError as err:
-        raise VerifyException(
-            f"{what} = '{text}' cannot be evaluated at B = {batch}: {err}"
-        ) from None
-
-
-def _prove_coverage(
-    family: KernelFamily,
-    constexprs: Mapping[str, int],
-    arguments: Mapping[str, tuple[str, expressions.Expr]],
-    grid: Sequence[tuple[str, expressions.Expr]],
-) -> None:
-    """For every batch in `COVERAGE_BATCHES` (once if nothing depends on ``B``):
-    i32 arguments are sizes in [0, 2**31 - 1], and each grid axis launches
-    between the programs the family's tile model needs (at least 1) and the
-    hardware limit."""
-    models = [
-        [tuple(map(expressions.parse, cover)) for cover in axis.covers] for axis in family.grid
-    ]
-    i32_args = {a.name for a in family.args if a.dtype == "i32"}
-    texts = {
-        **{f"argument '{name}'": item for name, item in arguments.items()},
-        **{f"grid[{axis}]": item for axis, item in enumerate(grid)},
-    }
-    fixed = {
-        w: _evaluate(w, t, e, 1)
-        for w, (t, e) in texts.items()
-        if BATCH not in expressions.symbols(e)
-    }
-    batches = COVERAGE_BATCHES if len(fixed) < len(texts) else COVERAGE_BATCHES[:1]
-    for batch in batches:
-        values = {
-            w: fixed[w] if w in fixed else _evaluate(w, t, e, batch) for w, (t, e) in texts.items()
-        }
-        env = dict(constexprs)
-        for name, (text, _) in arguments.items():
-            value = env[name] = values[f"argument '{name}'"]
-            if name in i32_args and not 0 <= value <= MAX_I32:
-                raise VerifyException(
-                    f"argument '{name}' = '{text}' is {value} at B = {batch}, outside "
-                    f"[0, {MAX_I32}] (i32 sizes and strides)"
-                )
-        for axis, (text, _) in enumerate(grid):
-            at = f"grid[{axis}] = '{text}' is {values[f'grid[{axis}]']} at B = {batch}"
-            programs = values[f"grid[{axis}]"]
-            if programs < 1:
-                raise VerifyException(f"{at}: each grid dimension must be >= 1")
-            if programs > MAX_GRID[axis]:
-                raise VerifyException(f"{at}, above the hardware limit {MAX_GRID[axis]}")
-            needed = math.prod(
-                expressions.evaluate(expressions.Call("cdiv", extent, tile), env)
-                for extent, tile in (models[axis] if axis < len(models) else [])
-            )
-            if programs < needed:
-                model = " * ".join(f"cdiv({e}, {t})" for e, t in family.grid[axis].covers)
-                raise VerifyException(
-                    f"{at}, but the tile model of '{family.name}' needs {model} = {needed}"
-                )
 
 
 Kernel = Dialect("kernel", [WeightOp, LaunchOp], [ParamSlotAttr, ArgBindingAttr])

@@ -14,18 +14,26 @@ time for each architecture (`teeny_ir.backend.aot`) and its cubins recorded.
 The directory is built as a temporary sibling and renamed into place, so a
 failed emission leaves no half-written plan. An existing ``DIR`` is replaced
 only if it is a previous emission; any other non-empty directory is refused.
-The IR is not changed.
+An out-dir that cannot be made or written (its parent is a file, permission
+denied, a name too long) is a located error, as is anything the plan schema
+(`teeny_ir.backend.plan.SCHEMA`) would refuse - a weight name or a canonical
+expression longer than the schema allows, a function with no results: the
+draft plan is checked against the schema itself before any file is written, so
+its limits live in one place. The IR is not changed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, ModuleOp, TensorType
@@ -36,6 +44,7 @@ from xdsl.passes import ModulePass
 from dialects.kernel import LaunchOp, WeightOp, symbolic_shape
 from teeny_ir.backend.plan import (
     FORMAT,
+    SCHEMA,
     Arg,
     CompiledSpec,
     KernelSpec,
@@ -86,6 +95,11 @@ class _Collected:
     )
     launches: list[LaunchSpec] = field(default_factory=list[LaunchSpec])
     outputs: list[str] = field(default_factory=list[str])
+    origins: dict[tuple[str, int], Operation] = field(
+        default_factory=dict[tuple[str, int], Operation]
+    )
+    """(plan section, index) -> the op that entry comes from, to locate schema errors."""
+    returned: Operation | None = None
 
 
 def _collect(forward: FuncOp) -> _Collected:
@@ -95,6 +109,7 @@ def _collect(forward: FuncOp) -> _Collected:
     for index, argument in enumerate(forward.body.block.args):
         names[argument] = f"in{index}"
         plan.inputs.append(TensorSpec(names[argument], _shape(argument, forward)))
+        plan.origins["inputs", index] = forward
     errors = [
         Diagnostic(
             Severity.ERROR,
@@ -109,11 +124,14 @@ def _collect(forward: FuncOp) -> _Collected:
         raise DiagnosticError(errors)
     for op in forward.body.block.ops:
         if isinstance(op, WeightOp):
+            plan.origins["weights", len(plan.weights)] = op
             plan.weights.append(WeightSpec(op.weight_name, tuple(op.shape)))
         elif isinstance(op, LaunchOp):
+            plan.origins["launches", len(plan.launches)] = op
             plan.launches.append(_launch(op, plan, names))
         elif isinstance(op, ReturnOp):
             plan.outputs = [names[value] for value in op.arguments]
+            plan.returned = op
     return plan
 
 
@@ -150,9 +168,11 @@ def _launch(op: LaunchOp, plan: _Collected, names: dict[SSAValue, str]) -> Launc
     slots: dict[str, str] = {}
     for slot in op.param_slots:
         slots[slot.name] = f"p{len(plan.params)}"
+        plan.origins["params", len(plan.params)] = op
         plan.params.append(ParamSpec(slots[slot.name], slot.shape, slot.derivation))
     for result in op.results:
         names[result] = f"t{len(plan.buffers)}"
+        plan.origins["buffers", len(plan.buffers)] = op
         plan.buffers.append(TensorSpec(names[result], _shape(result, op)))
     args: list[Arg] = []
     for abi, (_, binding) in zip(family.args, op.arg_bindings, strict=True):
@@ -177,6 +197,112 @@ def _expression(text: str, op: Operation) -> str:
         return format_expr(parse(text))
     except ExpressionError as err:
         raise _error(f"bad expression: {err}", op) from None
+
+
+def _draft(forward: FuncOp, plan: _Collected) -> Plan:
+    """The plan as it will be written, with placeholder kernel hashes (the
+    kernel files do not exist yet): what the schema checks is all there."""
+    kernels = tuple(
+        KernelSpec(v.name, v.family.name, f"kernels/{v.name}.py", v.constexprs, "0" * 64)
+        for v in plan.variants.values()
+    )
+    return Plan(
+        forward.sym_name.data,
+        tuple(plan.inputs),
+        tuple(plan.weights),
+        tuple(plan.params),
+        tuple(plan.buffers),
+        kernels,
+        tuple(plan.launches),
+        tuple(plan.outputs),
+    )
+
+
+def _check_schema(forward: FuncOp, plan: _Collected) -> None:
+    """Refuse, located at the op it comes from, every entry of the draft plan
+    that `SCHEMA` rejects (a name or text over its length limit, a plan with no
+    outputs...): the limits are the schema's own, read from its errors."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    origins = dict(plan.origins)
+    for index, variant in enumerate(plan.variants.values()):
+        origins["kernels", index] = variant.first_use
+    order = {op: index for index, op in enumerate(forward.walk())}
+    located: list[tuple[int, str, Operation]] = []
+    for error in sorted(validator.iter_errors(_draft(forward, plan).to_json()), key=_error_key):
+        error = _most_specific(error)
+        path = list(error.absolute_path)
+        where: Operation = forward
+        if path and path[0] == "outputs":
+            where = plan.returned or forward
+        elif len(path) >= 2 and isinstance(path[1], int):
+            where = origins.get((str(path[0]), path[1]), forward)
+        message = _schema_message(error, path, _describe(path, where))
+        located.append((order.get(where, 0), message, where))
+    if located:  # in source order, as the verifier reports
+        located.sort(key=lambda entry: entry[0])
+        raise DiagnosticError(
+            Diagnostic(Severity.ERROR, message, loc_of(where)) for _, message, where in located
+        )
+
+
+def _error_key(error: Any) -> tuple[str, ...]:
+    return tuple(f"{p:09d}" if isinstance(p, int) else p for p in error.absolute_path)
+
+
+def _most_specific(error: Any) -> Any:
+    """For a ``oneOf`` failure, the sub-error deepest in the instance (the
+    branch that matched best, e.g. an ``expr`` argument over the length limit)."""
+    while error.context:
+        error = max(error.context, key=lambda e: len(e.absolute_path))
+    return error
+
+
+def _schema_message(error: Any, path: Sequence[str | int], what: str) -> str:
+    where = "/".join(str(p) for p in path) or "(top level)"
+    if path == ["outputs"] and error.validator == "minItems":
+        return (
+            "emit-triton: @forward returns no results, but a launch plan needs at least "
+            f"{error.validator_value} output"
+        )
+    instance = error.instance
+    if error.validator == "maxLength" and isinstance(instance, str):
+        return (
+            f"emit-triton: {what} {_preview(instance)} is {len(instance)} characters long, "
+            f"but the launch plan holds at most {error.validator_value} (plan schema at {where})"
+        )
+    if error.validator == "minLength" and isinstance(instance, str):
+        return f"emit-triton: {what} must not be empty in a launch plan (plan schema at {where})"
+    message = error.message if len(error.message) <= 200 else error.message[:200] + "..."
+    return f"emit-triton: {what} does not fit the launch plan (plan schema at {where}): {message}"
+
+
+_DESCRIPTIONS = {
+    ("weights", "name"): "weight name",
+    ("params", "derivation", "sources"): "derivation source weight name",
+    ("launches", "grid"): "grid expression",
+    ("launches", "args", "expr"): "argument expression",
+    ("inputs", "shape"): "input shape entry",
+    ("buffers", "shape"): "result shape entry",
+}
+
+
+def _describe(path: Sequence[str | int], where: Operation) -> str:
+    """What a schema path names, in words (``argument 'numel' expression``)."""
+    keys = tuple(p for p in path if isinstance(p, str))
+    if keys == ("launches", "grid") and isinstance(path[-1], int):
+        return f"grid[{path[-1]}] expression"
+    if keys == ("launches", "args", "expr") and isinstance(where, LaunchOp):
+        index = path[3]
+        bindings = where.arg_bindings
+        if isinstance(index, int) and index < len(bindings):
+            return f"argument '{bindings[index][0]}' expression"
+    return _DESCRIPTIONS.get(keys, "plan entry")
+
+
+def _preview(text: str) -> str:
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
 
 
 def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) -> list[KernelSpec]:
@@ -298,6 +424,12 @@ class EmitTritonPass(ModulePass):
             raise _error("emit-triton expects a function @forward in the module", where)
         if not forward.body.blocks:
             raise _error("emit-triton expects @forward to have a body", forward)
+        if len(forward.body.blocks) > 1:
+            raise _error(
+                f"emit-triton expects @forward to have a single block, found "
+                f"{len(forward.body.blocks)} (a launch plan is one straight-line sequence)",
+                forward,
+            )
         for arch in self.archs:
             from teeny_ir.backend.aot import SHARED_MEMORY_LIMITS
 
@@ -305,28 +437,56 @@ class EmitTritonPass(ModulePass):
                 known = ", ".join(str(a) for a in sorted(SHARED_MEMORY_LIMITS))
                 raise _error(f"emit-triton: unknown arch {arch} (known: {known})", forward)
         collected = _collect(forward)
+        _check_schema(forward, collected)
+        if "\0" in self.out_dir:
+            raise _error("emit-triton: out-dir must not contain a NUL character", forward)
         target = Path(self.out_dir).absolute()
-        _check_target(target, forward)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".emit", dir=target.parent))
         try:
-            kernels = _write_kernels(temp, collected, self.archs)
-            plan = Plan(
-                forward.sym_name.data,
-                tuple(collected.inputs),
-                tuple(collected.weights),
-                tuple(collected.params),
-                tuple(collected.buffers),
-                tuple(kernels),
-                tuple(collected.launches),
-                tuple(collected.outputs),
-            )
-            write_plan(temp, plan)
-            load_plan(temp)  # the runtime's checks: never write a plan it would refuse
-            temp.chmod(0o755)
-            _replace(temp, target)
-        finally:
-            shutil.rmtree(temp, ignore_errors=True)
+            _emit(target, forward, collected, self.archs)
+        except OSError as err:
+            raise _error(_os_message(target, err), forward) from None
+
+
+def _os_message(target: Path, err: OSError) -> str:
+    """One sentence for an out-dir the file system refuses (parent a file,
+    permission denied, a name too long, a full disk...)."""
+    nearest = next((p for p in target.parents if _lexists(p)), None)
+    if nearest is not None and not _is_dir(nearest):
+        return f"cannot create out-dir '{target}': '{nearest}' is not a directory"
+    reason = err.strerror or str(err)
+    filename = f" ('{err.filename}')" if err.filename and str(err.filename) != str(target) else ""
+    return f"cannot write out-dir '{target}': {reason}{filename}"
+
+
+def _lexists(path: Path) -> bool:
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:
+        return False
+
+
+def _emit(target: Path, forward: FuncOp, collected: _Collected, archs: tuple[int, ...]) -> None:
+    """Write the emission into a temporary sibling of ``target`` and rename it
+    into place (raises OSError where the file system refuses)."""
+    _check_target(target, forward)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".emit", dir=target.parent))
+    try:
+        kernels = _write_kernels(temp, collected, archs)
+        plan = dataclasses.replace(_draft(forward, collected), kernels=tuple(kernels))
+        write_plan(temp, plan)
+        load_plan(temp)  # the runtime's checks: never write a plan it would refuse
+        temp.chmod(0o755)
+        _replace(temp, target)
+    finally:
+        shutil.rmtree(temp, ignore_errors=True)
 
 
 def _replace(temp: Path, target: Path) -> None:

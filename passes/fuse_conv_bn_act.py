@@ -116,6 +116,14 @@ class FuseConvChain(RewritePattern):
 
     mode: Mode
     engine: DiagnosticEngine
+    fusions: int = 0
+    """Chains replaced by a fused op so far (the pass's ``fusions`` statistic)."""
+    blocked: int = 0
+    """``not fused`` remarks emitted so far (the pass's ``not-fused`` statistic)."""
+
+    def _remark(self, message: str, op: Operation) -> None:
+        self.blocked += 1
+        self.engine.remark(message, op)
 
     def _blocker(self, chain: _Chain, op: Operation) -> str | None:
         """Why ``op`` (a single user of the chain's tail) cannot join, or None."""
@@ -144,13 +152,11 @@ class FuseConvChain(RewritePattern):
                 return
             if len(users) > 1:
                 for user in dict.fromkeys(candidates):
-                    self.engine.remark(
-                        f"not fused: the {tail.name} result has {len(users)} uses", user
-                    )
+                    self._remark(f"not fused: the {tail.name} result has {len(users)} uses", user)
                 return
             (user,) = candidates
             if (reason := self._blocker(chain, user)) is not None:
-                self.engine.remark(f"not fused: {reason}", user)
+                self._remark(f"not fused: {reason}", user)
                 return
             if isinstance(user, BiasAddOp):
                 chain.bias_add = user
@@ -166,10 +172,10 @@ class FuseConvChain(RewritePattern):
         if len(chain.ops) == 1:
             return  # a lone convolution: nothing to gain
         if _param(op.weight) is None:
-            self.engine.remark("not fused: the convolution weight is not a graph.param", op)
+            self._remark("not fused: the convolution weight is not a graph.param", op)
             return
         if op.bias is not None and _param(op.bias) is None:
-            self.engine.remark("not fused: the convolution bias is not a graph.param", op)
+            self._remark("not fused: the convolution bias is not a graph.param", op)
             return
         fused = self._fused_op(chain)
         doomed = chain.ops
@@ -181,6 +187,7 @@ class FuseConvChain(RewritePattern):
         for value in dict.fromkeys(operands):
             if (param := _param(value)) is not None and not param.result.uses:
                 rewriter.erase(param)
+        self.fusions += 1
 
     def _fused_op(self, chain: _Chain) -> FusedConv2dOp:
         conv = chain.conv
@@ -253,3 +260,11 @@ class FuseConvBnActPass(ModulePass):
         )
         for region in op.regions:
             walker.rewrite_region(region)
+        # Statistics for --mlir-pass-statistics: the pass manager puts a sink on the
+        # context while it collects them (passes do not import the driver).
+        sink = getattr(ctx, "_teeny_pass_statistics", None)
+        if sink is not None:
+            (chain,) = patterns
+            assert isinstance(chain, FuseConvChain)
+            sink.add("fusions", chain.fusions, "Number of conv chains fused into one op")
+            sink.add("not-fused", chain.blocked, "Number of fusions blocked (one remark each)")

@@ -151,7 +151,7 @@ def test_output_does_not_depend_on_the_file_path(
 def test_rejects_mismatched_constexprs_and_names(tmp_path: Path) -> None:
     family = FAMILIES["elementwise"]
     path = render("elementwise", tmp_path)
-    with pytest.raises(aot.AotError, match="takes constexprs"):
+    with pytest.raises(aot.AotError, match="missing constexpr 'BLOCK'"):
         aot.compile_variant(path, "elementwise_0", family, {"OP": "silu"}, 80, 4, 1)
     with pytest.raises(aot.AotError, match="defines no 'other_name'"):
         aot.compile_variant(path, "other_name", family, CONSTEXPRS["elementwise"], 80, 4, 1)

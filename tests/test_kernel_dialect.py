@@ -57,16 +57,20 @@ GEMM_WEIGHTS = [
 GEMM_CONSTEXPRS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": "silu"}
 
 
-def elementwise_args(numel: str = "B * 64") -> list[tuple[str, str]]:
-    strides = ["64", "16", "4", "1"]
+def elementwise_args(
+    numel: str = "B * 64", sizes: Sequence[int] = (4, 4, 4)
+) -> list[tuple[str, str]]:
+    """Bindings for a contiguous [?, *sizes] tensor (``numel`` as given)."""
+    s1, s2, s3 = sizes
+    strides = [str(s1 * s2 * s3), str(s2 * s3), str(s3), "1"]
     return [
         ("x", "in0"),
         ("y", "in0"),
         ("out", "out0"),
         ("numel", numel),
-        ("size1", "4"),
-        ("size2", "4"),
-        ("size3", "4"),
+        ("size1", str(s1)),
+        ("size2", str(s2)),
+        ("size3", str(s3)),
         *((f"x_stride{k}", s) for k, s in enumerate(strides)),
         *((f"y_stride{k}", s) for k, s in enumerate(strides)),
     ]
@@ -118,22 +122,25 @@ def gemm(**changes: object) -> tuple[ModuleOp, LaunchOp]:
 
 
 def elementwise(
-    numel: str = "B * 64", grid: Sequence[str] = ("cdiv(B * 64, 1024)", "1", "1"), **kw: int
+    numel: str = "B * 64",
+    grid: Sequence[str] = ("cdiv(B * 64, 1024)", "1", "1"),
+    shape: Sequence[int] = (Q, 4, 4, 4),
+    **kw: int,
 ) -> LaunchOp:
     def build(blocks: Sequence[Block]) -> LaunchOp:
         return LaunchOp(
             "elementwise",
             blocks[0].args,
-            [tensor(Q, 4, 4, 4)],
+            [tensor(*shape)],
             {"OP": kw.get("op", "silu"), "BLOCK": kw.get("block", 1024)},
             [],
-            elementwise_args(numel),
+            elementwise_args(numel, shape[1:]),
             grid,
             kw.get("num_warps", 4),
             kw.get("num_stages", 1),
         )
 
-    return in_function(build, [tensor(Q, 4, 4, 4)])[1]
+    return in_function(build, [tensor(*shape)])[1]
 
 
 def message(op: LaunchOp | WeightOp) -> str:
@@ -290,13 +297,17 @@ def test_bool_constexprs_take_zero_or_one(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_exact_grid_verifies_for_every_batch() -> None:
-    elementwise(numel="B * 1000", grid=("cdiv(B * 1000, 1024)", "1", "1")).verify_()
+    elementwise(
+        numel="B * 1000", grid=("cdiv(B * 1000, 1024)", "1", "1"), shape=(Q, 10, 10, 10)
+    ).verify_()
 
 
 def test_grid_one_short_at_a_single_batch_fails() -> None:
     # cdiv(1000 B, 1024) - 1 falls short first at B = 41 (41000 needs 41 blocks of 1024).
     launch = elementwise(
-        numel="B * 1000", grid=("cdiv(B * 1000, 1024) - floordiv(B, 41)", "1", "1")
+        numel="B * 1000",
+        grid=("cdiv(B * 1000, 1024) - floordiv(B, 41)", "1", "1"),
+        shape=(Q, 10, 10, 10),
     )
     assert message(launch) == (
         "grid[0] = 'cdiv(B * 1000, 1024) - floordiv(B, 41)' is 40 at B = 41, but the tile "
@@ -311,11 +322,12 @@ def test_gemm_grid_one_short_only_at_the_last_batch_fails() -> None:
 
 
 def test_grid_above_the_hardware_limit_at_batch_64_fails() -> None:
-    launch = elementwise(numel="B * 1024", grid=("B * 33554432", "1", "1"))  # 2**31 at B = 64
+    shape = (Q, 16, 8, 8)
+    launch = elementwise("B * 1024", ("B * 33554432", "1", "1"), shape)  # 2**31 at B = 64
     assert message(launch) == (
         "grid[0] = 'B * 33554432' is 2147483648 at B = 64, above the hardware limit 2147483647"
     )
-    elementwise(numel="B * 1024", grid=("B * 33554431", "1", "1")).verify_()
+    elementwise("B * 1024", ("B * 33554431", "1", "1"), shape).verify_()
 
 
 @pytest.mark.parametrize(
@@ -333,6 +345,7 @@ def test_other_axes_need_at_least_one_program_within_limits(
 
 
 def test_batch_free_launch_is_checked_once() -> None:
-    launch = elementwise(numel="64", grid=("1", "1", "1"))
+    launch = elementwise(numel="64", grid=("1", "1", "1"), shape=(1, 4, 4, 4))
     launch.verify_()
-    assert "is 1 at B = 1, but" in message(elementwise(numel="2048", grid=("1", "1", "1")))
+    wide = elementwise(numel="2048", grid=("1", "1", "1"), shape=(2, 16, 8, 8))
+    assert "is 1 at B = 1, but" in message(wide)

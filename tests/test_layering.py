@@ -11,8 +11,8 @@ The layers, lowest first (a module may import its own layer and the ones below):
    ``teeny_ir.kernels.opt_outs``) and
    ``teeny_ir.backend`` (plan, rendering, AOT), which the emit pass calls.
 4. ``passes``.
-5. ``teeny_ir.runtime``, ``teeny_ir.driver``, ``__main__`` entry points and the
-   package itself.
+5. ``teeny_ir.runtime``, ``teeny_ir.driver``, ``teeny_ir.testing`` (the tests'
+   and benches' shared checks), ``__main__`` entry points and the package itself.
 
 Registries that load lower layers' plug-ins by name (the context's dialects,
 the pass registry) import them with `importlib`, as MLIR tools register
@@ -97,7 +97,7 @@ def layer(module: str) -> int:
         return 5  # a command-line entry point (python -m ...)
     if sub in ("reference", "frontend", "backend"):
         return 3
-    if sub in ("runtime", "driver"):
+    if sub in ("runtime", "driver", "testing"):
         return 5
     raise AssertionError(f"module '{module}' is in no layer")
 
@@ -175,16 +175,22 @@ def test_parse_and_print_import_nothing_heavy() -> None:
     subprocess.run([sys.executable, "-c", script], check=True, cwd=ROOT)
 
 
+KERNEL_ONLY = """\
+func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
+  %y = kernel.launch "elementwise" (%x) {OP = "relu", BLOCK = 1024} args [x = in0, y = in0, \
+out = out0, numel = "B * 4", size1 = "1", size2 = "B", size3 = "4", x_stride0 = "B * 4", \
+x_stride1 = "B * 4", x_stride2 = "4", x_stride3 = "1", y_stride0 = "B * 4", y_stride1 = "B * 4", \
+y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 4, 1024)", "1", "1"] warps 4 stages 1 \
+: (tensor<?x4xf32>) -> tensor<?x4xf32>
+  func.return %y : tensor<?x4xf32>
+}
+"""
+
+
 def test_kernel_dialect_loads_no_graph_module() -> None:
     script = (
         "import sys, teeny_ir\n"
-        "m = teeny_ir.parse_module('func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {\\n'\n"
-        "  '  %y = kernel.launch \"elementwise\" (%x) {OP = \"relu\", BLOCK = 1024} params [] '\n"
-        "  'args [x = in0, y = in0, out = out0, numel = \"B * 4\", size1 = \"1\", size2 = \"1\", '\n"
-        "  'size3 = \"4\", x_stride0 = \"4\", x_stride1 = \"4\", x_stride2 = \"4\", '\n"
-        "  'x_stride3 = \"1\", y_stride0 = \"4\", y_stride1 = \"4\", y_stride2 = \"4\", '\n"
-        "  'y_stride3 = \"1\"] grid [\"cdiv(B * 4, 1024)\", \"1\", \"1\"] warps 4 stages 1 '\n"
-        "  ': (tensor<?x4xf32>) -> tensor<?x4xf32>\\n  func.return %y : tensor<?x4xf32>\\n}\\n')\n"
+        f"m = teeny_ir.parse_module({KERNEL_ONLY!r})\n"
         "teeny_ir.print_module(m)\n"
         "graph = sorted(n for n in sys.modules if n.startswith('dialects.graph'))\n"
         "assert not graph, graph\n"

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from teeny_ir import testing
 from teeny_ir.backend.plan import (
     SCHEMA,
     VERSION,
@@ -140,12 +141,11 @@ def fixture_reference(inputs: list[np.ndarray], weights: dict[str, np.ndarray]) 
     return [t0 + bias, t0]
 
 
-def assert_close(got: list[np.ndarray], ref: list[np.ndarray], tol: float = 1e-4) -> None:
-    assert len(got) == len(ref)
-    for g, r in zip(got, ref, strict=True):
-        assert g.shape == r.shape and g.dtype == np.float32
-        assert np.isfinite(g).all()
-        assert np.max(np.abs(g - r)) <= tol * max(1.0, float(np.max(np.abs(r))))
+def assert_close(
+    got: list[np.ndarray], ref: list[np.ndarray], tol: float = testing.REDUCTION_TOL
+) -> None:
+    """The fixture's check (float32 outputs), for test_runtime.py and test_run_cli.py."""
+    testing.assert_close(got, ref, tol, dtype=np.float32)
 
 
 # --- tests ------------------------------------------------------------------
@@ -247,7 +247,11 @@ REJECTIONS = [
     ("missing weight", lambda d: d["weights"].pop(1), f"weight '{PREFIX}bn.weight' is missing"),
     ("slot vs derivation", _set("params/1/shape", [C_OUT + 1]), "but its derivation gives [6]"),
     ("bad derivation", _set("params/1/derivation/sources", ["a"]), "takes 2 source weights"),
-    ("missing constexpr", lambda d: d["kernels"][0]["constexprs"].pop("GROUP_M"), "constexprs"),
+    (
+        "missing constexpr",
+        lambda d: d["kernels"][0]["constexprs"].pop("GROUP_M"),
+        "missing constexpr 'GROUP_M'",
+    ),
     ("constexpr type", _set("kernels/1/constexprs/OP", 9), "must name a pointwise-table entry"),
     ("unknown op", _set("kernels/1/constexprs/OP", "exp"), "'exp' is not an entry"),
     ("code in an op", _set("kernels/1/constexprs/OP", "add(x=os)"), "unexpected option 'x'"),

@@ -153,25 +153,6 @@ def test_output_replaces_a_regular_file(case: Path) -> None:
         assert data["output_0"].shape == (3, 6, 3, 7)
 
 
-def test_worker_failure_is_exit_2(case: Path) -> None:
-    import json
-
-    from teeny_ir.backend.plan import sha256_of
-
-    source = case / "plan" / "kernels" / "elementwise_0.py"
-    source.write_text(source.read_text().replace("tl.store(", "tl.store(undefined_name + "))
-    plan = case / "plan" / "plan.json"
-    data = json.loads(plan.read_text())
-    data["kernels"][1]["source_sha256"] = sha256_of(source)
-    plan.write_text(json.dumps(data))
-    code, stderr = _run(_argv(case, "-o", str(case / "out.npz")))
-    assert code == 2
-    assert stderr.startswith("teeny-run: error: the interpreter worker failed (exit status 1):")
-    assert stderr.rstrip().splitlines()[-1].startswith("error: ")
-    assert "undefined_name" in stderr
-    assert not (case / "out.npz").exists()
-
-
 class _DoublingBackend:
     """A registered backend that doubles ``in0`` and ``in1``."""
 

@@ -26,6 +26,7 @@ from teeny_ir.ir.format import (
     OptionParser,
     OptionsFormatOp,
     f64_attr,
+    f64_option,
     keyword_option,
     parse_attr_dict,
     parse_options,
@@ -193,7 +194,7 @@ class LeakyReluOp(UnaryOp):
     )
 
     OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
-        "negative_slope": lambda parser: FloatAttr(parser.parse_float(), f64),
+        "negative_slope": f64_option,
     }
 
     def __init__(self, input: SSAValue | Operation, negative_slope: float | None = None):

@@ -26,7 +26,7 @@ from dialects.graph.shapes import (
     check_result,
     check_tensor,
 )
-from teeny_ir.ir.format import OptionParser, OptionsFormatOp, f64_attr, value_type
+from teeny_ir.ir.format import OptionParser, OptionsFormatOp, f64_attr, f64_option, value_type
 
 
 @irdl_op_definition
@@ -75,8 +75,8 @@ class BatchNormOp(OptionsFormatOp):
     traits = traits_def(Pure())
 
     OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
-        "eps": lambda parser: FloatAttr(parser.parse_float(), f64),
-        "momentum": lambda parser: FloatAttr(parser.parse_float(), f64),
+        "eps": f64_option,
+        "momentum": f64_option,
         "training": lambda parser: UnitAttr(),
     }
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from teeny_ir.backend import triton_settings
 from teeny_ir.backend.kernel_files import KernelImportError, import_kernel
+from teeny_ir.kernels import validator
 from teeny_ir.kernels.contract import KernelFamily
 
 SHARED_MEMORY_LIMITS: dict[int, int] = {
@@ -67,15 +68,16 @@ def compile_variant(
     for ``sm_<arch>``.
 
     The signature comes from the family's ABI: each non-constexpr argument gets
-    its Triton dtype and the constexprs are bound to ``constexprs``, which must
-    name exactly the family's constexprs. Raises `AotError` for a mismatch, a
+    its Triton dtype and the constexprs are bound to ``constexprs``, which the
+    contract validator checks (with the launch configuration) first. Raises
+    `AotError` for a contract violation, a
     file that does not define the kernel, or ``TRITON_INTERPRET`` being on.
     """
-    expected = [c.name for c in family.constexprs]
-    if sorted(constexprs) != sorted(expected):
-        raise AotError(
-            f"family '{family.name}' takes constexprs {expected}, got {sorted(constexprs)}"
-        )
+    try:
+        validator.check_constexprs(family, constexprs)
+        validator.check_launch_config(num_warps, num_stages)
+    except validator.ContractError as err:
+        raise AotError(str(err)) from None
     triton_settings.pin_compile_environment()
 
     import triton

@@ -22,8 +22,10 @@ from typing import Any
 
 from teeny_ir.core.derivations import KINDS, Derivation, DerivationError
 from teeny_ir.core.expressions import ExpressionError, parse, symbols
-from teeny_ir.kernels.contract import MAX_NUM_WARPS, constexpr_problem
+from teeny_ir.kernels import validator
+from teeny_ir.kernels.contract import MAX_NUM_WARPS, KernelFamily
 from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.kernels.render import RenderError, render
 
 FORMAT = "teeny-ir-plan"
 VERSION = 2
@@ -354,6 +356,8 @@ def _check_semantics(plan: Plan, root: Path) -> None:
     for kernel in plan.kernels:
         _check_kernel(kernel, root)
     written: set[str] = set()
+    shapes = {spec.name: spec.shape for spec in (*plan.inputs, *plan.buffers)}
+    shapes |= {param.name: param.shape for param in plan.params}
     for index, launch in enumerate(plan.launches):
         where = f"launch {index} ('{launch.kernel}')"
         if launch.kernel not in kernels:
@@ -395,6 +399,11 @@ def _check_semantics(plan: Plan, root: Path) -> None:
     batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
     if uses_batch and not batch_inputs:
         raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")
+    for index, launch in enumerate(plan.launches):
+        try:
+            validator.validate(launch_contract(plan, kernels[launch.kernel], launch, shapes))
+        except validator.ContractError as err:
+            raise PlanError(f"launch {index} ('{launch.kernel}'): {err}") from None
 
 
 def _check_kernel(kernel: KernelSpec, root: Path) -> None:
@@ -404,23 +413,75 @@ def _check_kernel(kernel: KernelSpec, root: Path) -> None:
             f"kernel '{kernel.name}' has unknown family '{kernel.family}' "
             f"(known: {', '.join(sorted(FAMILIES))})"
         )
-    expected = [c.name for c in family.constexprs]
-    if sorted(kernel.constexprs) != sorted(expected):
-        raise PlanError(
-            f"kernel '{kernel.name}' constexprs {sorted(kernel.constexprs)} differ from "
-            f"family '{family.name}' constexprs {sorted(expected)}"
-        )
-    for constexpr in family.constexprs:
-        problem = constexpr_problem(constexpr, kernel.constexprs[constexpr.name])
-        if problem is not None:
-            raise PlanError(f"kernel '{kernel.name}': {problem}")
+    try:
+        validator.check_constexprs(family, kernel.constexprs)
+    except validator.ContractError as err:
+        raise PlanError(f"kernel '{kernel.name}': {err}") from None
     _check_file(root, kernel.file, kernel.source_sha256, f"kernel '{kernel.name}' file")
+    _check_rendering(root, kernel, family)
     for compiled in kernel.compiled:
         _check_file(
             root,
             compiled.cubin,
             compiled.cubin_sha256,
             f"kernel '{kernel.name}' sm{compiled.arch} cubin",
+        )
+
+
+def launch_contract(
+    plan: Plan,
+    kernel: KernelSpec,
+    launch: LaunchSpec,
+    shapes: Mapping[str, tuple[int | str, ...]] | None = None,
+) -> validator.LaunchContract:
+    """A plan launch as the one contract validator sees it (tensors by plan name)."""
+    family = FAMILIES[kernel.family]
+    if shapes is None:
+        shapes = {spec.name: spec.shape for spec in (*plan.inputs, *plan.buffers)}
+        shapes |= {param.name: param.shape for param in plan.params}
+    args = tuple(
+        (abi.name, arg.tensor if arg.tensor is not None else arg.expr or "")
+        for abi, arg in zip(family.args, launch.args, strict=True)
+    )
+    bound = {arg.tensor for arg in launch.args if arg.tensor is not None}
+    return validator.LaunchContract(
+        family.name,
+        tuple(sorted(kernel.constexprs.items())),
+        args,
+        tuple(sorted((name, tuple(shapes[name])) for name in bound)),
+        tuple(launch.grid),
+        launch.num_warps,
+        launch.num_stages,
+    )
+
+
+def check_at_batch(plan: Plan, batch: int) -> None:
+    """Prove every launch again at the run's actual ``batch`` (which may exceed
+    the 1..64 proven at load time); raises PlanError."""
+    kernels = {kernel.name: kernel for kernel in plan.kernels}
+    for index, launch in enumerate(plan.launches):
+        contract = launch_contract(plan, kernels[launch.kernel], launch)
+        try:
+            validator.validate(contract, (batch,))
+        except validator.ContractError as err:
+            raise PlanError(f"launch {index} ('{launch.kernel}'): {err}") from None
+
+
+def _check_rendering(root: Path, kernel: KernelSpec, family: KernelFamily) -> None:
+    """The kernel file is a regular file holding exactly what rendering the
+    family's source with the kernel's constexprs gives (a hash alone could be
+    recomputed by whoever edited the file)."""
+    path = root / kernel.file
+    if path.is_symlink() or not path.is_file():
+        raise PlanError(f"kernel '{kernel.name}' file '{kernel.file}' is not a regular file")
+    try:
+        expected = render(family, kernel.name, kernel.constexprs).encode("utf-8")
+    except RenderError as err:
+        raise PlanError(f"kernel '{kernel.name}' cannot be rendered: {err}") from None
+    if path.read_bytes() != expected:
+        raise PlanError(
+            f"kernel '{kernel.name}' file '{kernel.file}' differs from the rendering of "
+            f"family '{family.name}' with its constexprs (edited, or from another teeny_ir)"
         )
 
 

@@ -229,7 +229,11 @@ def evaluate(derivation: Derivation, weights: Mapping[str, Any]) -> np.ndarray:
     """Compute a parameter from the weights (float32, C-contiguous, of ``shape``).
 
     Arithmetic is done in float64 and rounded once, so the reference and the
-    runtime bind bit-identical parameters.
+    runtime bind bit-identical parameters. Raises `DerivationError` when a
+    source is missing, mis-shaped or not real numbers, and when the result is
+    not finite (a negative running variance under the BN fold's square root, a
+    NaN weight, an overflow to float32): the message names the derivation and
+    its weights, and numpy emits no warning on the way.
     """
     import numpy as np
 
@@ -238,9 +242,51 @@ def evaluate(derivation: Derivation, weights: Mapping[str, Any]) -> np.ndarray:
     )
     if problems:
         raise DerivationError("; ".join(problems))
-    get = {
-        role: np.asarray(weights[name], dtype=np.float64)
-        for role, name in derivation.roles().items()
+    get: dict[str, Any] = {}
+    for role, name in derivation.roles().items():
+        source = np.asarray(weights[name])
+        if source.dtype.kind not in "biuf":
+            raise DerivationError(
+                f"weight '{name}' has dtype {source.dtype}, not real numbers "
+                f"(read by {_spelling(derivation)})"
+            )
+        get[role] = source.astype(np.float64)
+    with np.errstate(all="ignore"):  # a non-finite result is reported below, by name
+        result = derivation.spec.compute(np, get, derivation)
+        bound = np.ascontiguousarray(np.broadcast_to(result, derivation.shape), dtype=np.float32)
+    finite = np.isfinite(bound)
+    if not finite.all():
+        raise DerivationError(_non_finite(np, derivation, get, finite))
+    return bound
+
+
+def _spelling(derivation: Derivation) -> str:
+    """``bn_scale('bn.weight', 'bn.running_var')``, for messages."""
+    return f"{derivation.kind}({', '.join(repr(s) for s in derivation.sources)})"
+
+
+def _non_finite(np: ModuleType, derivation: Derivation, get: Mapping[str, Any], finite: Any) -> str:
+    """Which entries of a derivation are not finite, and the weights to blame."""
+    bad = np.flatnonzero(~finite)
+    first = int(bad[0])
+    index = [int(i) for i in np.unravel_index(first, derivation.shape)]
+    roles = derivation.roles()
+    values = {
+        role: float(get[role].reshape(-1)[first])
+        for role in roles
+        if get[role].size == derivation.numel
     }
-    result = derivation.spec.compute(np, get, derivation)
-    return np.ascontiguousarray(np.broadcast_to(result, derivation.shape), dtype=np.float32)
+    message = (
+        f"derivation {_spelling(derivation)} is not finite at {bad.size} of "
+        f"{derivation.numel} entries (first at index {index})"
+    )
+    blamed = [roles[r] for r, v in values.items() if not math.isfinite(v)]
+    if blamed:
+        return f"{message}: weight {', '.join(repr(n) for n in blamed)} is not finite there"
+    if "var" in values and values["var"] + derivation.eps <= 0:
+        return (
+            f"{message}: the running variance {roles['var']!r} is {values['var']:g} there, "
+            f"and variance + eps ({derivation.eps:g}) must be positive"
+        )
+    at = ", ".join(f"{roles[role]!r} = {value:g}" for role, value in values.items())
+    return f"{message}: the weights there ({at}) overflow float32" if at else message

@@ -15,8 +15,9 @@ as is any other character: the plan's grid strings are data, not code.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 FUNCTIONS = ("cdiv", "floordiv", "min", "max")
@@ -195,3 +196,50 @@ def format_expr(expr: Expr) -> str:
 
 def eval_text(text: str, env: Mapping[str, int]) -> int:
     return evaluate(parse(text), env)
+
+
+@functools.lru_cache(maxsize=65536)
+def parse_cached(text: str) -> Expr:
+    """`parse`, memoised: verifiers and loaders meet the same texts again and again."""
+    return parse(text)
+
+
+Compiled = Callable[[Mapping[str, int]], int]
+
+
+@functools.lru_cache(maxsize=65536)
+def compile_expr(expr: Expr) -> Compiled:
+    """A closure that evaluates ``expr`` exactly as `evaluate` does (same errors),
+    without walking the tree on every call."""
+    if isinstance(expr, Num):
+        value = expr.value
+        return lambda env: value
+    if isinstance(expr, Sym):
+        name = expr.name
+
+        def symbol(env: Mapping[str, int]) -> int:
+            if name not in env:
+                raise ExpressionError(f"unbound symbol '{name}'")
+            return env[name]
+
+        return symbol
+    lhs, rhs = compile_expr(expr.lhs), compile_expr(expr.rhs)
+    if isinstance(expr, BinOp):
+        if expr.op == "+":
+            return lambda env: lhs(env) + rhs(env)
+        if expr.op == "-":
+            return lambda env: lhs(env) - rhs(env)
+        return lambda env: lhs(env) * rhs(env)
+    func = expr.func
+
+    def call(env: Mapping[str, int]) -> int:
+        a, b = lhs(env), rhs(env)
+        if func in ("cdiv", "floordiv") and b == 0:
+            raise ExpressionError(f"division by zero in {func}")
+        if func == "cdiv":
+            return -((-a) // b)
+        if func == "floordiv":
+            return a // b
+        return min(a, b) if func == "min" else max(a, b)
+
+    return call

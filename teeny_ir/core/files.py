@@ -3,17 +3,24 @@
 Regular files are replaced atomically (a temporary file in the same folder,
 then a rename), so a failed run never leaves a half-written file; ``-`` and
 device files (``/dev/null``, a FIFO) are written directly; the input file is
-never a valid output.
+never a valid output, and `check_output` refuses an output path that cannot be
+written before any work is done.
+
+`read_npy` reads one ``.npy`` array and nothing else: never unpickled (object
+arrays are refused from the header), an ``.npz`` archive named as such, and a
+header whose shape claims more data than the file holds refused before any
+memory is allocated for it.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import stat
 import sys
 import tempfile
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 if TYPE_CHECKING:
     import numpy as np
@@ -68,18 +75,71 @@ def write_bytes(path: str, data: bytes, stdout: TextIO) -> None:
         raise OutputError(f"cannot write '{path}': {err.strerror or err}") from None
 
 
+def check_output(path: str) -> None:
+    """Refuse, before any work, an output path that cannot be written: a
+    directory, or one in a folder that does not exist ('-' is stdout)."""
+    if path == "-":
+        return
+    if os.path.isdir(path):
+        raise OutputError(f"cannot write '{path}': it is a directory")
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        what = "is not a directory" if os.path.exists(folder) else "does not exist"
+        raise OutputError(f"cannot write '{path}': the folder '{folder}' {what}")
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+_ZIP_MAGIC = b"PK"
+
+
 def read_npy(path: str) -> np.ndarray:
     """One array from a ``.npy`` file (never unpickled)."""
-    import numpy as np
-
     try:
-        array = np.load(path, allow_pickle=False)
+        if os.path.isdir(path):
+            raise OutputError(f"cannot read input '{path}': it is a directory")
+        with open(path, "rb") as handle:
+            return _read_npy(path, handle)
     except (OSError, ValueError, EOFError) as err:
         reason = getattr(err, "strerror", None) or err
         raise OutputError(f"cannot read input '{path}': {reason}") from None
-    if not isinstance(array, np.ndarray):
-        array.close()
+    except MemoryError:
+        raise OutputError(f"cannot read input '{path}': it does not fit in memory") from None
+
+
+def _read_npy(path: str, handle: BinaryIO) -> np.ndarray:
+    import numpy as np
+    from numpy.lib import format as npy
+
+    magic = handle.read(len(_NPY_MAGIC))
+    if magic.startswith(_ZIP_MAGIC):
         raise OutputError(f"input '{path}' is an .npz archive; give one .npy array per --input")
+    if magic != _NPY_MAGIC:
+        raise OutputError(f"cannot read input '{path}': it is not a .npy file (see its start)")
+    handle.seek(0)
+    version = npy.read_magic(handle)
+    if version == (1, 0):
+        shape, _, dtype = npy.read_array_header_1_0(handle)
+    elif version in ((2, 0), (3, 0)):
+        shape, _, dtype = npy.read_array_header_2_0(handle)
+    else:
+        raise OutputError(f"cannot read input '{path}': .npy format version {version} is unknown")
+    if dtype.hasobject:
+        raise OutputError(
+            f"cannot read input '{path}': Object arrays cannot be loaded without unpickling, "
+            f"which is never done (dtype {dtype})"
+        )
+    needed = math.prod(shape) * dtype.itemsize
+    size = os.fstat(handle.fileno())
+    if stat.S_ISREG(size.st_mode) and needed > size.st_size - handle.tell():
+        raise OutputError(
+            f"cannot read input '{path}': its header claims shape {list(shape)} of {dtype} "
+            f"({needed} bytes), but the file holds {max(size.st_size - handle.tell(), 0)} "
+            "bytes of data"
+        )
+    handle.seek(0)
+    array = np.load(handle, allow_pickle=False)
+    if not isinstance(array, np.ndarray):  # unreachable after the magic check
+        raise OutputError(f"cannot read input '{path}': it is not a single .npy array")
     return array
 
 

@@ -55,8 +55,12 @@ class Pointwise:
         return self.op.removeprefix("graph.")
 
     def evaluate(self, np: ModuleType, operands: list[Any], options: Mapping[str, Any]) -> Any:
-        """The op's value on float64 ``operands`` (numpy passed in)."""
-        return self.numpy(np, *(np.asarray(a, np.float64) for a in operands), **options)
+        """The op's value on float64 ``operands`` (numpy passed in). NaN and +-inf
+        propagate as in PyTorch and IEEE arithmetic, silently: an overflow, a
+        division by zero or an invalid operation (``inf - inf``, ``-inf * 0``) is
+        the answer, not a warning."""
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return self.numpy(np, *(np.asarray(a, np.float64) for a in operands), **options)
 
     def expression(self, options: Mapping[str, Any]) -> str:
         """The Triton expression, with the option values (if any) filled in."""
@@ -88,13 +92,16 @@ def _gelu(np: ModuleType, x: Any, approximate: str) -> Any:
 
 def _gelu_triton(options: Mapping[str, Any]) -> str:
     if options.get("approximate") == "tanh":
-        inner = f"{math.sqrt(2.0 / math.pi)!r} * (x + 0.044715 * x * x * x)"
-        return f"0.5 * x * (1.0 + tanh_stable({inner}))"
+        # gelu_tanh_arg: sqrt(2/pi) * (x + 0.044715 x^3) with the cube kept from overflowing.
+        return "0.5 * x * (1.0 + tanh_stable(gelu_tanh_arg(x)))"
     return f"0.5 * x * (1.0 + tl.math.erf(x * {1.0 / math.sqrt(2.0)!r}))"
 
 
 def _leaky_relu_triton(options: Mapping[str, Any]) -> str:
-    return f"tl.where(x >= 0, x, {float(options['negative_slope'])!r} * x)"
+    # The slope multiplies only x < 0 (and NaN): slope * x on the other lanes could
+    # overflow or be 0 * inf, which numpy (Triton's interpreter) warns about.
+    slope = float(options["negative_slope"])
+    return f"tl.where(x >= 0, x, {slope!r} * tl.where(x >= 0, 0.0, x))"
 
 
 TABLE: tuple[Pointwise, ...] = (

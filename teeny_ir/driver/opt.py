@@ -14,11 +14,15 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, SourceFile, engine_of
 from teeny_ir.core.files import OutputError, check_not_input, write_text
 from teeny_ir.driver.cli import ArgumentParser, UsageError, parse_args
+
+if TYPE_CHECKING:
+    from teeny_ir.driver.pass_manager import Nest, PassManager
+    from teeny_ir.driver.reproducer import CrashReproducer
 
 PROG = "teeny-opt"
 
@@ -54,6 +58,7 @@ def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
         description="Parse teeny_ir IR, run a pass pipeline on it and print the result.",
         epilog=_pass_listing() if with_pass_list else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,  # as LLVM's options: a prefix of a flag is not that flag
     )
     add = parser.add_argument
     add("input", nargs="?", default="-", help="input file ('-' for stdin, the default)")
@@ -102,10 +107,61 @@ def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
         action="store_true",
         help="print the IR after every pass to stderr",
     )
+    add(
+        "--mlir-print-ir-before",
+        action="append",
+        metavar="PASS",
+        help="print the IR before the named passes (comma-separated, or repeat the flag)",
+    )
+    add(
+        "--mlir-print-ir-after",
+        action="append",
+        metavar="PASS",
+        help="print the IR after the named passes (comma-separated, or repeat the flag)",
+    )
+    add(
+        "--mlir-print-ir-after-change",
+        action="store_true",
+        help="when printing the IR after a pass, only print it if the pass changed it",
+    )
+    add(
+        "--mlir-print-ir-after-failure",
+        action="store_true",
+        help="when printing the IR after a pass, only print it if the pass failed",
+    )
     add("--mlir-timing", action="store_true", help="print a per-pass wall-time table to stderr")
+    add(
+        "--mlir-output-format",
+        choices=("text", "json"),
+        default="text",
+        help="format of the --mlir-timing report (default text)",
+    )
+    add(
+        "--mlir-pass-statistics",
+        action="store_true",
+        help="print each pass's statistics (ops created, erased, modified, ...) to stderr",
+    )
+    add(
+        "--mlir-pass-statistics-display",
+        choices=("pipeline", "list"),
+        default="pipeline",
+        help="statistics as the pipeline's tree (default) or merged by pass name",
+    )
+    add(
+        "--mlir-pass-pipeline-crash-reproducer",
+        action=_StoreOnce,
+        metavar="FILE",
+        help="when a pass fails or crashes, write the IR before it and the pass to FILE",
+    )
+    add(
+        "--run-reproducer",
+        action="store_true",
+        help="run the pipeline stored in the input's reproducer trailer",
+    )
     add("--mlir-print-op-generic", action="store_true", help="print ops in the generic form")
     add("--mlir-print-debuginfo", action="store_true", help="print op locations")
     add("--allow-unregistered-dialect", action="store_true", help="accept ops of unknown dialects")
+    add("--version", action="store_true", help="print the versions of teeny_ir and xDSL")
     return parser
 
 
@@ -162,17 +218,46 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
     if isinstance(args, int):
         return args
 
+    if args.version:
+        stdout.write(_version_text())
+        return 0
     if args.list_passes:
         stdout.write(_pass_listing())
         return 0
     if args.pass_pipeline is not None and args.passes is not None:
         stderr.write(f"{PROG}: error: give --pass-pipeline or -p, not both\n")
         return 1
+    if args.run_reproducer and (args.pass_pipeline is not None or args.passes is not None):
+        stderr.write(
+            f"{PROG}: error: --run-reproducer runs the reproducer's own pipeline: "
+            "give no --pass-pipeline or -p\n"
+        )
+        return 1
+    try:
+        print_before = _pass_names(args.mlir_print_ir_before, "--mlir-print-ir-before")
+        print_after = _pass_names(args.mlir_print_ir_after, "--mlir-print-ir-after")
+    except UsageError as err:
+        stderr.write(f"{PROG}: error: {err}\n")
+        return 1
 
-    from teeny_ir.driver.pass_manager import Instrumentation, PassManager, Timing
+    from teeny_ir.driver.pass_manager import Instrumentation, PassManager
     from teeny_ir.ir.verifier import describe_op
 
-    timing = Timing() if args.mlir_timing else None
+    timing = None
+    if args.mlir_timing:
+        from teeny_ir.driver.instrumentation import Timing
+
+        timing = Timing()
+    statistics = None
+    if args.mlir_pass_statistics:
+        from teeny_ir.driver.instrumentation import PassStatistics
+
+        statistics = PassStatistics()
+    reproducer = None
+    if args.mlir_pass_pipeline_crash_reproducer is not None:
+        from teeny_ir.driver.reproducer import CrashReproducer
+
+        reproducer = CrashReproducer(args.mlir_pass_pipeline_crash_reproducer)
     instrumentation = Instrumentation(
         verify_each=args.verify_each,
         print_before_all=args.mlir_print_ir_before_all,
@@ -180,6 +265,14 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         dump_stream=stderr,
         timing=timing,
         describe_op=None if args.verify_diagnostics else describe_op,
+        print_before=print_before,
+        print_after=print_after,
+        print_after_change=args.mlir_print_ir_after_change,
+        print_after_failure=args.mlir_print_ir_after_failure,
+        print_generic=args.mlir_print_op_generic,
+        print_debuginfo=args.mlir_print_debuginfo,
+        statistics=statistics,
+        reproducer=reproducer,
     )
     manager: PassManager | None = None
     if args.pass_pipeline is not None or args.passes is not None:
@@ -192,28 +285,48 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
             for diagnostic in err.diagnostics:
                 stderr.write(f"{PROG}: {diagnostic.header()}\n")
             return 1
-    if args.dump_pass_pipeline:
+    if args.dump_pass_pipeline and not args.run_reproducer:
         stderr.write((manager.pipeline_string() if manager else "builtin.module()") + "\n")
         if args.input == "-" and getattr(stdin, "isatty", lambda: False)():
             return 0
 
     try:
         check_not_input(args.output, args.input)
+        if reproducer is not None:
+            from teeny_ir.driver.reproducer import check_not_input as check_reproducer
+
+            check_reproducer(reproducer.path, args.input)
         data = _read_input(args.input, stdin)
     except OutputError as err:
         stderr.write(f"{PROG}: error: {err}\n")
         return 1
 
     filename = "-" if args.input == "-" else args.input
+    display = data
+    if args.run_reproducer:
+        replay = _prepare_replay(data, filename, instrumentation)
+        if isinstance(replay, list):
+            source = SourceFile(_decoded_for_display(data), filename)
+            for diagnostic in replay:
+                stderr.write(diagnostic.format([source]) + "\n")
+            return 1
+        manager, data = replay
+        if args.dump_pass_pipeline:
+            stderr.write(manager.pipeline_string() + "\n")
+
     outcome = _process(data, filename, args, manager, instrumentation)
     if outcome.internal_error is not None:
         stderr.write(f"{PROG}: {outcome.internal_error}\n")
+        _write_reproducer(reproducer, stdout, stderr)
         return 2
 
-    source = SourceFile(_decoded_for_display(data), filename)
+    source = SourceFile(_decoded_for_display(display), filename)
     for diagnostic in outcome.diagnostics:
         stderr.write(diagnostic.format([source]) + "\n")
+    if statistics is not None:
+        stderr.write(statistics.report(_root_of(manager), args.mlir_pass_statistics_display))
     if outcome.failed:
+        _write_reproducer(reproducer, stdout, stderr)
         return 1
 
     output_start = time.perf_counter()
@@ -225,8 +338,84 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         return 1
     if timing is not None:
         timing.add(("Output",), time.perf_counter() - output_start)
-        stderr.write(timing.report())
+        stderr.write(timing.report(args.mlir_output_format))
     return 0
+
+
+def _version_text() -> str:
+    from importlib import metadata
+
+    def version(distribution: str) -> str:
+        try:
+            return metadata.version(distribution)
+        except metadata.PackageNotFoundError:
+            return "unknown"
+
+    return f"{PROG} (teeny_ir) {version('teeny-ir')}\n  xDSL {version('xdsl')}\n"
+
+
+def _pass_names(values: list[str] | None, flag: str) -> frozenset[str]:
+    """The registered pass names in ``--flag=a,b --flag=c`` (raises `UsageError`)."""
+    if not values:
+        return frozenset()
+    from teeny_ir.driver import pass_registry
+    from teeny_ir.driver.pass_options import did_you_mean
+
+    names: set[str] = set()
+    for value in values:
+        for name in value.split(","):
+            name = name.strip()
+            if pass_registry.lookup(name) is None:
+                known = pass_registry.names()
+                raise UsageError(
+                    f"{flag}: unknown pass '{name}' (valid: {', '.join(known)})"
+                    + did_you_mean(name, known)
+                )
+            names.add(name)
+    return frozenset(names)
+
+
+def _prepare_replay(
+    data: bytes, filename: str, instrumentation: object
+) -> tuple[PassManager, bytes] | list[Diagnostic]:
+    """``--run-reproducer``: the pipeline of the input's trailer, and the input
+    with the trailer blanked out; or the located errors that stop the run."""
+    from teeny_ir.driver.pass_manager import Instrumentation, PassManager
+    from teeny_ir.driver.reproducer import read_trailer, relocate
+    from teeny_ir.ir.parsing import decode_source
+
+    assert isinstance(instrumentation, Instrumentation)
+    try:
+        text = decode_source(data, filename)
+        source = SourceFile(text, filename)
+        config = read_trailer(source)
+        try:
+            manager = PassManager.parse(config.pipeline, instrumentation, form="full")
+        except DiagnosticError as err:
+            raise relocate(err, config, source) from None
+    except DiagnosticError as err:
+        return err.diagnostics
+    if config.verify_each is not None:
+        instrumentation.verify_each = config.verify_each
+    return manager, config.blanked(text).encode("utf-8")
+
+
+def _write_reproducer(reproducer: CrashReproducer | None, stdout: TextIO, stderr: TextIO) -> None:
+    """Write the crash reproducer if a pass failed, and say where (one line)."""
+    if reproducer is None or reproducer.text is None:
+        return
+    try:
+        reproducer.write(stdout)
+    except OutputError as err:
+        stderr.write(f"{PROG}: error: crash reproducer: {err}\n")
+        return
+    stderr.write(f"{PROG}: note: reproducer generated at '{reproducer.path}'\n")
+
+
+def _root_of(manager: PassManager | None) -> Nest:
+    from teeny_ir.driver.pass_manager import ROOT_ANCHOR, Nest
+
+    return manager.root if manager is not None else Nest(ROOT_ANCHOR, [])
 
 
 def _read_input(path: str, stdin: object) -> bytes:

@@ -1,4 +1,4 @@
-"""The pass manager: nested pipelines, verify-each, IR dumps and timing.
+"""The pass manager: nested pipelines, run under instrumentation hooks.
 
 A pipeline is a tree, as in MLIR: the root runs on ``builtin.module``; a
 nested ``func.func(...)`` runs its passes, in order, on each function directly
@@ -9,6 +9,11 @@ Failures are sorted into two kinds, as the driver's exit codes need:
 - `DiagnosticError`: the input was rejected (bad pipeline text, or a pass
   emitted errors / raised `PassFailedException`) - exit 1;
 - `PassInternalError`: a pass raised anything else, or left invalid IR - exit 2.
+
+Verify-each, IR dumps, timing, statistics and crash reproducers are
+instrumentations (`teeny_ir.driver.instrumentation`): hooks called before each
+pass, after it and after it failed. `Instrumentation` holds the driver's
+choices and builds them.
 """
 
 from __future__ import annotations
@@ -42,6 +47,14 @@ if TYPE_CHECKING:
     from xdsl.ir import Operation
     from xdsl.passes import ModulePass
 
+    from teeny_ir.driver.instrumentation import (
+        PassInstrumentation,
+        PassRun,
+        PassStatistics,
+        Timing,
+    )
+    from teeny_ir.driver.reproducer import CrashReproducer
+
 ROOT_ANCHOR = "builtin.module"
 NESTABLE = {"func.func": ROOT_ANCHOR}
 """Op anchors a pipeline may nest, and the anchor each must sit directly in."""
@@ -65,36 +78,10 @@ class Nest:
 
 
 @dataclass
-class Timing:
-    """Wall time per named stage; nested stages are indented in the report."""
-
-    rows: dict[tuple[str, ...], float] = field(default_factory=dict[tuple[str, ...], float])
-
-    def add(self, path: tuple[str, ...], seconds: float) -> None:
-        self.rows[path] = self.rows.get(path, 0.0) + seconds
-
-    def report(self) -> str:
-        """MLIR's ``--mlir-timing`` table."""
-        total = sum(s for p, s in self.rows.items() if len(p) == 1) or 1e-12
-        bar = "===" + "-" * 73 + "==="
-        lines = [
-            bar,
-            "                         ... Execution time report ...",
-            bar,
-            f"  Total Execution Time: {total:.4f} seconds",
-            "",
-            "  ----Wall Time----  ----Name----",
-        ]
-        for path, seconds in self.rows.items():
-            indent = "  " * (len(path) - 1)
-            lines.append(f"  {seconds:8.4f} ({100 * seconds / total:5.1f}%)  {indent}{path[-1]}")
-        lines.append(f"  {total:8.4f} (100.0%)  Total")
-        return "\n".join(lines) + "\n"
-
-
-@dataclass
 class Instrumentation:
-    """What the driver asked to see while the pipeline runs."""
+    """What the driver asked to see while the pipeline runs; `hooks` turns it into
+    the `PassInstrumentation` list the pass manager calls (see
+    `teeny_ir.driver.instrumentation`)."""
 
     verify_each: bool = True
     print_before_all: bool = False
@@ -103,6 +90,61 @@ class Instrumentation:
     timing: Timing | None = None
     describe_op: Callable[[Operation], str] | None = None
     """Render an op for "see current operation" notes (None: no note)."""
+    print_before: frozenset[str] = frozenset()
+    """Passes (by name) to print the IR before (``--mlir-print-ir-before``)."""
+    print_after: frozenset[str] = frozenset()
+    """Passes (by name) to print the IR after (``--mlir-print-ir-after``)."""
+    print_after_change: bool = False
+    print_after_failure: bool = False
+    print_generic: bool = False
+    """Print IR dumps in the generic form (``--mlir-print-op-generic``)."""
+    print_debuginfo: bool = False
+    """Print locations in IR dumps (``--mlir-print-debuginfo``)."""
+    statistics: PassStatistics | None = None
+    reproducer: CrashReproducer | None = None
+    extra: list[PassInstrumentation] = field(default_factory=list)
+    """More instrumentations, called inside timing and outside everything else."""
+
+    def hooks(self) -> list[PassInstrumentation]:
+        """The instrumentations, outermost first: timing, `extra`, statistics,
+        the crash reproducer, IR printing, then the verifier (innermost, so that
+        it runs first after a pass and a pass leaving invalid IR has failed for
+        all the others)."""
+        from teeny_ir.driver.instrumentation import IRPrinter, TimingInstrumentation, Verifier
+
+        hooks: list[PassInstrumentation] = []
+        if self.timing is not None:
+            hooks.append(TimingInstrumentation(self.timing))
+        hooks.extend(self.extra)
+        if self.statistics is not None:
+            hooks.append(self.statistics)
+        if self.reproducer is not None:
+            self.reproducer.verify_each = self.verify_each
+            hooks.append(self.reproducer)
+        printing = (
+            self.print_before_all
+            or self.print_after_all
+            or self.print_before
+            or self.print_after
+            or self.print_after_failure
+        )
+        if printing and self.dump_stream is not None:
+            hooks.append(
+                IRPrinter(
+                    self.dump_stream,
+                    before_all=self.print_before_all,
+                    after_all=self.print_after_all,
+                    before=self.print_before,
+                    after=self.print_after,
+                    after_change=self.print_after_change,
+                    after_failure=self.print_after_failure,
+                    generic=self.print_generic,
+                    debuginfo=self.print_debuginfo,
+                )
+            )
+        if self.verify_each:
+            hooks.append(Verifier(self.timing))
+        return hooks
 
 
 class PassManager:
@@ -141,6 +183,11 @@ class PassManager:
             raise _pipeline_error(err.message, err.column) from None
         return cls(_build_nest(spec, expanding=()), instrumentation)
 
+    def add_instrumentation(self, hook: PassInstrumentation) -> None:
+        """Call ``hook`` around every pass of later runs (inside timing, outside
+        statistics, IR printing and the verifier)."""
+        self.instrumentation.extra.append(hook)
+
     def pipeline_string(self) -> str:
         """The canonical textual pipeline; it parses back to the same pipeline."""
         return format_pipeline(_to_spec(self.root))
@@ -157,71 +204,96 @@ class PassManager:
                 f"pipeline anchored on '{self.root.anchor}' cannot run on '{module.name}'",
                 loc_of(module),
             )
-        self._run_nest(self.root, module, ctx, ())
+        from teeny_ir.driver.instrumentation import PipelineRun
 
-    def _run_nest(self, nest: Nest, op: Operation, ctx: Context, path: tuple[str, ...]) -> None:
-        for child in nest.children:
-            if isinstance(child, Nest):
-                nested_path = (*path, f"'{child.anchor}' Pipeline")
-                self._time(nested_path, time.perf_counter())  # row order = run order
-                start = time.perf_counter()
-                for target in _ops_named(op, child.anchor):
-                    self._run_nest(child, target, ctx, nested_path)
-                self._time(nested_path, start)
-            else:
-                self._run_pass(child, op, ctx, (*path, child.name))
+        hooks = self.instrumentation.hooks()
+        run = _Run(hooks, module, ctx)
+        whole = PipelineRun(self.root, module, ())
+        for hook in hooks:
+            hook.run_before_pipeline(whole)
+        run.nest(self.root, module, (), (), (self.root.anchor,))
+        for hook in reversed(hooks):
+            hook.run_after_pipeline(whole)
 
-    def _time(self, path: tuple[str, ...], start: float) -> None:
-        if self.instrumentation.timing is not None:
-            self.instrumentation.timing.add(path, time.perf_counter() - start)
 
-    def _run_pass(
-        self, pass_: ModulePass, op: Operation, ctx: Context, path: tuple[str, ...]
+@dataclass
+class _Run:
+    """One run of a pipeline on one root op."""
+
+    hooks: list[PassInstrumentation]
+    root: Operation
+    ctx: Context
+
+    def nest(
+        self,
+        nest: Nest,
+        op: Operation,
+        key: tuple[int, ...],
+        path: tuple[str, ...],
+        anchors: tuple[str, ...],
     ) -> None:
+        from teeny_ir.driver.instrumentation import PassRun, PipelineRun
+
+        for index, child in enumerate(nest.children):
+            if isinstance(child, Nest):
+                nested = PipelineRun(child, op, (*path, f"'{child.anchor}' Pipeline"))
+                for hook in self.hooks:
+                    hook.run_before_pipeline(nested)
+                for target in _ops_named(op, child.anchor):
+                    self.nest(child, target, (*key, index), nested.path, (*anchors, child.anchor))
+                for hook in reversed(self.hooks):
+                    hook.run_after_pipeline(nested)
+            else:
+                run = PassRun(
+                    child, op, self.root, self.ctx, (*key, index), (*path, child.name), anchors
+                )
+                self.pass_(run)
+
+    def pass_(self, run: PassRun) -> None:
         from xdsl.utils.exceptions import PassFailedException
 
-        inst = self.instrumentation
-        if inst.print_before_all:
-            self._dump("Before", pass_, op)
-        engine = engine_of(ctx)
+        for hook in self.hooks:
+            hook.run_before_pass(run)
+        engine = engine_of(self.ctx)
         errors_before = sum(d.severity is Severity.ERROR for d in engine.diagnostics)
+        failure: DiagnosticError | PassInternalError | None = None
         start = time.perf_counter()
         try:
-            pass_.apply(ctx, op)  # type: ignore[arg-type]  # anchored passes get their op
+            run.pass_.apply(self.ctx, run.op)  # type: ignore[arg-type]  # anchored passes get their op
         except DiagnosticError as err:
             engine.extend(err.diagnostics)
         except PassFailedException as err:
-            engine.error(f"pass '{pass_.name}' failed: {err}", op)
-        except Exception as err:
-            raise PassInternalError(pass_.name, f"{type(err).__name__}: {err}") from err
-        self._time(path, start)
-        if sum(d.severity is Severity.ERROR for d in engine.diagnostics) > errors_before:
-            raise DiagnosticError(engine.take())
-        if inst.verify_each:
-            from teeny_ir.ir.verifier import verify_ops
+            engine.error(f"pass '{run.name}' failed: {err}", run.op)
+        except Exception as err:  # noqa: BLE001 - a crashing pass is an internal error
+            failure = PassInternalError(run.name, f"{type(err).__name__}: {err}")
+            failure.__cause__ = err
+        run.seconds = time.perf_counter() - start
+        if failure is None and (
+            sum(d.severity is Severity.ERROR for d in engine.diagnostics) > errors_before
+        ):
+            failure = DiagnosticError(engine.take())
+        not_told = len(self.hooks)
+        if failure is None:
+            for index in reversed(range(len(self.hooks))):
+                try:
+                    self.hooks[index].run_after_pass(run)
+                except (DiagnosticError, PassInternalError) as err:
+                    failure, not_told = err, index
+                    break
+        if failure is not None:
+            for hook in reversed(self.hooks[:not_told]):
+                hook.run_after_pass_failed(run, failure)
+            raise failure
 
-            start = time.perf_counter()
-            problems = verify_ops(op)
-            self._time((*path[:-1], "(verifier)"), start)
-            if problems:
-                raise PassInternalError(pass_.name, f"left invalid IR: {problems[0].header()}")
-        if inst.print_after_all:
-            self._dump("After", pass_, op)
 
-    def _dump(self, when: str, pass_: ModulePass, op: Operation) -> None:
-        from teeny_ir.ir.parsing import print_module
+def __getattr__(name: str) -> object:
+    # `Timing` lived here before the instrumentation module; imported on first use
+    # so that start-up does not pay for the instrumentation module.
+    if name == "Timing":
+        from teeny_ir.driver.instrumentation import Timing
 
-        stream = self.instrumentation.dump_stream
-        if stream is None:
-            return
-        scope = ""
-        if op.name != ROOT_ANCHOR:
-            symbol = op.attributes.get("sym_name") or op.properties.get("sym_name")
-            label = f": @{symbol.data}" if symbol is not None and hasattr(symbol, "data") else ""
-            scope = f" ('{op.name}' operation{label})"
-        stream.write(f"// -----// IR Dump {when} {pass_.name}{scope} //----- //\n")
-        stream.write(print_module(op))
-        stream.write("\n")
+        return Timing
+    raise AttributeError(f"module '{__name__}' has no attribute '{name}'")
 
 
 def _ops_named(op: Operation, name: str) -> Iterator[Operation]:

@@ -8,18 +8,27 @@ Inputs are given in ``@forward`` argument order; the ``.npz`` holds
 the names in `teeny_ir.runtime.backends.BACKENDS` (default ``interpreter``).
 Exit codes: 0 success; 1 bad usage or input, or a backend that cannot run here
 (one line ``teeny-run: error: ...``, never a traceback); 2 the interpreter
-worker failed (the error ends with the worker's last stderr lines).
+worker failed (one line: the worker's error and the path of its kept log,
+which holds the full traceback). Weights the plan never reads are named in one
+``teeny-run: warning: ...`` line (the runtime's `UnusedWeightsWarning`).
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import os
 import sys
 import time
-from collections.abc import Sequence
-from typing import TextIO
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, TextIO
 
-from teeny_ir.core.files import OutputError, check_not_input, read_npy, write_npz
+from teeny_ir.core.files import OutputError, check_not_input, check_output, read_npy, write_npz
 from teeny_ir.driver.cli import ArgumentParser, parse_args
+
+if TYPE_CHECKING:
+    from teeny_ir.backend.plan import Plan
 
 PROG = "teeny-run"
 
@@ -61,33 +70,75 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         return args
     timings: dict[str, float] = {}
     try:
-        for path in (*args.input, args.weights):
-            check_not_input(args.output, path)
-        # Before reading the inputs and weights, which may be large: a backend
-        # that cannot run here fails in a moment.
-        runtime.usable_backend(args.backend)
-        start = time.perf_counter()
-        executable = runtime.load(args.directory)
-        timings["load plan"] = time.perf_counter() - start
-        start = time.perf_counter()
-        inputs = [read_npy(path) for path in args.input]
-        weights = runtime.read_weights(args.weights)
-        timings["read inputs and weights"] = time.perf_counter() - start
-        outputs = executable.run(inputs, weights, args.backend, timings)
-        start = time.perf_counter()
-        write_npz(args.output, outputs, stdout)
-        timings["write output"] = time.perf_counter() - start
+        with _warnings_to(stderr):
+            _run(args, timings, stdout)
     except (OutputError, runtime.PlanError, runtime.RuntimeInputError) as err:
-        stderr.write(f"{PROG}: error: {err}\n")
+        stderr.write(f"{PROG}: error: {_one_line(err)}\n")
         return 1
     except runtime.WorkerError as err:
-        stderr.write(f"{PROG}: error: {err}\n")
+        stderr.write(f"{PROG}: error: {_one_line(err)}\n")
+        return 2
+    except Exception as err:  # noqa: BLE001 - a bug of teeny_ir: one line, exit 2
+        stderr.write(f"{PROG}: internal error: {type(err).__name__}: {_one_line(err)}\n")
         return 2
     if args.timing:
         width = max(len(stage) for stage in timings)
         for stage, seconds in timings.items():
             stderr.write(f"{PROG}: {stage:<{width}}  {seconds * 1000:10.1f} ms\n")
     return 0
+
+
+def _run(args: argparse.Namespace, timings: dict[str, float], stdout: TextIO) -> None:
+    from teeny_ir import runtime
+
+    for path in (*args.input, args.weights):
+        check_not_input(args.output, path)
+    check_output(args.output)
+    # Before reading the inputs and weights, which may be large: a backend
+    # that cannot run here fails in a moment.
+    runtime.usable_backend(args.backend)
+    start = time.perf_counter()
+    executable = runtime.load(args.directory)
+    for name in ("plan.json", *_plan_files(executable.plan)):
+        check_not_input(args.output, os.path.join(executable.directory, name))
+    timings["load plan"] = time.perf_counter() - start
+    start = time.perf_counter()
+    inputs = [read_npy(path) for path in args.input]
+    weights = runtime.read_weights(args.weights)
+    timings["read inputs and weights"] = time.perf_counter() - start
+    outputs = executable.run(inputs, weights, args.backend, timings)
+    start = time.perf_counter()
+    write_npz(args.output, outputs, stdout)
+    timings["write output"] = time.perf_counter() - start
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split("\n"))
+
+
+def _plan_files(plan: Plan) -> list[str]:
+    """The files a plan names (kernel sources and cubins): never an output."""
+    return [f for k in plan.kernels for f in (k.file, *(c.cubin for c in k.compiled))]
+
+
+@contextlib.contextmanager
+def _warnings_to(stderr: TextIO) -> Iterator[None]:
+    """Print the runtime's `UnusedWeightsWarning` as one ``warning:`` line each,
+    also when the run then fails; other warnings are left as they are."""
+    from teeny_ir.runtime import UnusedWeightsWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnusedWeightsWarning)
+        try:
+            yield
+        finally:
+            for warning in caught:
+                if issubclass(warning.category, UnusedWeightsWarning):
+                    stderr.write(f"{PROG}: warning: {warning.message}\n")
+                else:
+                    warnings.showwarning(
+                        warning.message, warning.category, warning.filename, warning.lineno
+                    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,10 +3,18 @@
 Parse errors go through ``parser.raise_error``, so they are located. Optional
 properties are absent when they hold their default, and the printers write only
 the present ones, so text round-trips exactly.
+
+Floats follow MLIR: a value prints in decimal when that reads back as the same
+bits, and otherwise (an integral value whose shortest form has no '.', NaN,
+±inf) as its bit pattern in hexadecimal, ``0x7FC00000`` for an f32 and 16
+digits for an f64. A hexadecimal literal where a float is expected is read as
+those bits (`teeny_ir.ir.parsing.parse_optional_hex_float`), never as an
+integer value.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar, Self
@@ -25,8 +33,10 @@ from xdsl.dialects.builtin import (
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import IRDLOperation, opt_prop_def
 
+from teeny_ir.ir.parsing import float_bits, hex_float_text, parse_optional_hex_float
+
 if TYPE_CHECKING:
-    from xdsl.parser import Parser
+    from xdsl.parser import AttrParser, Parser
     from xdsl.printer import Printer
 
 OptionParser = Callable[["Parser"], Attribute]
@@ -35,6 +45,31 @@ OptionParser = Callable[["Parser"], Attribute]
 _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
 _BARE_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_$.]*")
 """MLIR's bare-id: what `keyword_option` reads without quotes."""
+
+
+# --- floats (their bit-level helpers live with the parser) ---------------------
+def parse_f64(parser: AttrParser) -> float:
+    """An f64: a float literal (``1.0e-05``, ``-0.5``) or its bits in hex."""
+    value = parse_optional_hex_float(parser, f64)
+    return parser.parse_float() if value is None else value
+
+
+def f64_option(parser: Parser) -> Attribute:
+    """Parser for an f64 option's value (see `parse_f64`)."""
+    return FloatAttr(parse_f64(parser), f64)
+
+
+def f64_text(value: float) -> str:
+    """An f64 as text that `parse_f64` reads back to the same bits: the shortest
+    decimal (with the '.' MLIR's float syntax needs: ``1.0e-05``), or its bits
+    in hex when it is not finite."""
+    if not math.isfinite(value):
+        return hex_float_text(float_bits(value, f64), f64)
+    text = repr(float(value))
+    if "." not in text:
+        mantissa, _, exponent = text.partition("e")
+        text = f"{mantissa}.0" + (f"e{exponent}" if exponent else "")
+    return text
 
 
 def parse_i64(parser: Parser) -> int:

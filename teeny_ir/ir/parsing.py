@@ -12,7 +12,18 @@ xDSL's parser is used as it is, with these changes (each one a trap measured on 
   diagnostic, raised as one `DiagnosticError`;
 - empty and comment-only input is an empty module, as in mlir-opt;
 - the ``external_resources`` section of a file-metadata trailer (MLIR's
-  reproducer configuration) is read and ignored instead of crashing.
+  reproducer configuration) is read and ignored instead of crashing;
+- a hexadecimal literal in a float ``dense<...>`` is the element's bit pattern,
+  as in MLIR (xDSL reads it as an integer value, so ``0x4B800000``, which its
+  printer writes for 16777216.0, came back as 1266679808.0): checked against
+  the element width, a leading minus refused, both located (as mlir-opt; so
+  is ``-0x... : f32``, which xDSL read as a value). Values are held as Python
+  floats, so an f32 signalling NaN reads back quiet; an f64 keeps every bit.
+
+`print_module` prints with `TeenyPrinter`: xDSL's printer with non-finite
+floats as MLIR's upper-case hex bits, and float ``dense<...>`` literals written
+from their bits (xDSL's splat test compares values, so ``[0.0, -0.0]``
+printed as the splat ``0.0``).
 
 Verification (op by op, with dominance) lives in `teeny_ir.ir.verifier`.
 """
@@ -30,8 +41,14 @@ from typing import Any
 from xdsl.context import Context
 from xdsl.dialects.builtin import (
     UNKNOWN_LOC,
+    AnyFloat,
+    DenseIntOrFPElementsAttr,
     FileLineColLoc,
+    Float32Type,
+    Float64Type,
+    FloatAttr,
     IntAttr,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
     UnregisteredOp,
@@ -43,7 +60,7 @@ from xdsl.ir import (
     SSAValue,
     TypeAttribute,
 )
-from xdsl.parser import Parser, UnresolvedOperand
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import ParseError, VerifyException
 from xdsl.utils.lexer import Input, Span, Token
@@ -93,6 +110,56 @@ _ATTRIBUTE_FAILURES = (
 
 _INTEGER_TYPE = re.compile(r"[su]?i([0-9]+)")
 
+# --- floats as bits ---------------------------------------------------------
+HEX_LITERAL = re.compile(r"(-?)\s*0x[0-9A-Fa-f]+")
+"""A (possibly negated) hexadecimal integer token, as MLIR's lexer reads one."""
+
+
+def float_bits(value: float, type_: AnyFloat) -> int:
+    """The bit pattern of ``value`` stored as a ``type_``."""
+    return int.from_bytes(type_.pack((value,)), "little")
+
+
+def float_from_bits(bits: int, type_: AnyFloat) -> float:
+    """The value whose ``type_`` bit pattern is ``bits`` (``0 <= bits < 2**width``)."""
+    return next(iter(type_.unpack(bits.to_bytes(type_.compile_time_size, "little"), 1)))
+
+
+def hex_float_text(bits: int, type_: AnyFloat) -> str:
+    """MLIR's hexadecimal spelling of a float's bits: ``0x7FC00000`` (f32)."""
+    return f"0x{bits:0{(type_.bitwidth + 3) // 4}X}"
+
+
+def parse_optional_hex_float(parser: AttrParser, type_: AnyFloat) -> float | None:
+    """A hexadecimal literal read as the bits of a ``type_``, if one is next.
+
+    As in MLIR, a leading minus is an error, and so are more significant bits
+    than ``type_`` has (fewer digits are zero-extended).
+    """
+    start = parser.pos
+    match = HEX_LITERAL.match(parser.lexer.input.content, start)
+    if match is None:
+        return None
+    end = match.end()
+    if match.group(1):
+        parser.raise_error("hexadecimal float literal should not have a leading minus", start, end)
+    bits = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    check_hex_float_width(parser, bits, type_, start, end)
+    return float_from_bits(bits, type_)
+
+
+def check_hex_float_width(
+    parser: AttrParser, bits: int, type_: AnyFloat, start: int, end: int
+) -> None:
+    """MLIR's check that a hexadecimal float literal fits its type."""
+    if bits.bit_length() > type_.bitwidth:
+        parser.raise_error(
+            f"hexadecimal float constant out of range for type {type_}: it has "
+            f"{type_.bitwidth} bits ({(type_.bitwidth + 3) // 4} hex digits)",
+            start,
+            end,
+        )
+
 
 class _HardenedLexer(MLIRLexer):
     _unescaped_characters_regex = _STRING_LITERAL
@@ -109,6 +176,26 @@ class _HardenedLexer(MLIRLexer):
                 return token
             return Token(MLIRTokenKind.STRING_LIT, token.span)
         return token
+
+
+class _HexLiteralElement(AttrParser._TensorLiteralElement):  # pyright: ignore[reportPrivateUsage]
+    """A hexadecimal integer in a tensor literal: for a float element type it
+    is the element's bit pattern (as in MLIR), for an integer type its value."""
+
+    minus = False
+    """Whether a '-' was written (``is_negative`` is xDSL's ``value < 0``)."""
+
+    def to_type(self, parser: AttrParser, type: Any) -> Any:
+        bits = self.value
+        if not isinstance(type, AnyFloat) or not isinstance(bits, int):
+            return super().to_type(parser, type)
+        if self.minus:
+            parser.raise_error(
+                "hexadecimal float literal should not have a leading minus",
+                at_position=self.span,
+            )
+        check_hex_float_width(parser, bits, type, self.span.start, self.span.end)
+        return float_from_bits(bits, type)
 
 
 class TeenyParser(Parser):
@@ -209,6 +296,29 @@ class TeenyParser(Parser):
             raise
         except _ATTRIBUTE_FAILURES as err:
             raise ParseError(Span(start, start + 1, self.lexer.input), _describe(err)) from None
+
+    # --- hexadecimal floats -----------------------------------------------
+    def _parse_tensor_literal_element(self) -> AttrParser._TensorLiteralElement:
+        element = super()._parse_tensor_literal_element()
+        span = element.span
+        text = span.input.content[span.start : span.end]
+        if not HEX_LITERAL.fullmatch(text):
+            return element
+        hex_element = _HexLiteralElement(element.is_negative, element.value, span)
+        hex_element.minus = text.startswith("-")
+        return hex_element
+
+    def parse_optional_builtin_int_or_float_attr(self) -> IntegerAttr | FloatAttr | None:
+        # xDSL reads ``0x... : f32`` as bits, but ``-0x... : f32`` as a value.
+        start = self._current_token.span.start
+        match = HEX_LITERAL.match(self.lexer.input.content, start)
+        attribute = super().parse_optional_builtin_int_or_float_attr()
+        if match is not None and match.group(1) and isinstance(attribute, FloatAttr):
+            self.raise_error(
+                "hexadecimal float literal should not have a leading minus",
+                Span(start, match.end(), self.lexer.input),
+            )
+        return attribute
 
     def parse_optional_attribute(self) -> Attribute | None:
         with self._failures_located_here():
@@ -398,12 +508,74 @@ def parse_module(
     return module
 
 
+class TeenyPrinter(Printer):
+    """xDSL's printer with floats that read back as the same bits.
+
+    Finite values print as xDSL (and MLIR) print them: decimal when that round-
+    trips, else the hexadecimal bits. Non-finite ones print as MLIR's upper-case
+    hex bits. A float ``dense<...>`` prints from its stored bits: a splat only
+    when every element has the same bits (so ``-0.0`` survives, and so does a
+    NaN's payload), each non-finite element as hex.
+    """
+
+    def print_float(self, value: float, type: AnyFloat) -> None:
+        if math.isfinite(value):
+            super().print_float(value, type)
+        else:
+            self.print_string(hex_float_text(float_bits(value, type), type))
+
+    def print_attribute(self, attribute: Attribute) -> None:
+        if isinstance(attribute, DenseIntOrFPElementsAttr) and isinstance(
+            element := attribute.get_element_type(), Float32Type | Float64Type
+        ):
+            self._print_float_dense(attribute, element)
+        else:
+            super().print_attribute(attribute)
+
+    def _print_float_dense(
+        self, attribute: DenseIntOrFPElementsAttr, element: Float32Type | Float64Type
+    ) -> None:
+        data = attribute.data.data
+        size = element.compile_time_size
+        bits = [int.from_bytes(data[i : i + size], "little") for i in range(0, len(data), size)]
+        self.print_string("dense<")
+        if bits and bits.count(bits[0]) == len(bits):
+            self._print_float_bits(bits[0], element)
+        elif len(bits) > 100:  # as xDSL: the raw bytes, which read back exactly
+            self.print_string(f'"0x{data.hex().upper()}"')
+        elif bits:
+            self._print_nested(bits, list(attribute.get_shape()), element)
+        self.print_string("> : ")
+        self.print_attribute(attribute.get_type())
+
+    def _print_nested(
+        self, bits: list[int], shape: list[int], element: Float32Type | Float64Type
+    ) -> None:
+        self.print_string("[")
+        if len(shape) > 1:
+            step = len(bits) // shape[0]
+            self.print_list(
+                (bits[i : i + step] for i in range(0, len(bits), step)),
+                lambda rows: self._print_nested(rows, shape[1:], element),
+            )
+        else:
+            self.print_list(bits, lambda one: self._print_float_bits(one, element))
+        self.print_string("]")
+
+    def _print_float_bits(self, bits: int, element: Float32Type | Float64Type) -> None:
+        value = float_from_bits(bits, element)
+        if math.isfinite(value):
+            super().print_float(value, element)
+        else:  # the stored bits, so a signalling NaN is printed as such
+            self.print_string(hex_float_text(bits, element))
+
+
 def print_module(module: Operation, *, generic: bool = False, debuginfo: bool = False) -> str:
     """Print IR text (custom formats unless ``generic``; locations with ``debuginfo``)."""
     from io import StringIO
 
     stream = StringIO()
-    printer = Printer(stream=stream, print_generic_format=generic, print_debuginfo=debuginfo)
+    printer = TeenyPrinter(stream=stream, print_generic_format=generic, print_debuginfo=debuginfo)
     printer.print_op(module)
     stream.write("\n")
     return stream.getvalue()

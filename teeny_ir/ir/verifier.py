@@ -10,6 +10,7 @@ must not import networkx (start-up), and the common case is one block.
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Callable, Iterator
 
 from xdsl.dialects.builtin import UnregisteredOp
@@ -18,6 +19,20 @@ from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
 from teeny_ir.core.diagnostics import Diagnostic, Severity, loc_of
+
+_MEMO: contextvars.ContextVar[dict[object, object] | None] = contextvars.ContextVar(
+    "teeny_ir_verification_memo", default=None
+)
+
+
+def verification_memo() -> dict[object, object] | None:
+    """A dict that lives for one `verify_ops` run, or None outside one.
+
+    The IR does not change while it is verified, so an op verifier that needs a
+    fact about an enclosing op (a function's weight table) may compute it once
+    per run and keep it here, keyed by something that names the fact and the
+    op; verifying every op stays linear."""
+    return _MEMO.get()
 
 
 def _walk_post_order(op: Operation) -> Iterator[Operation]:
@@ -47,6 +62,16 @@ def verify_ops(
     ``describe`` renders the op for a "see current operation" note; None omits
     the note (as mlir-opt does under ``--verify-diagnostics``).
     """
+    token = _MEMO.set({})
+    try:
+        return _verify_all(module, describe)
+    finally:
+        _MEMO.reset(token)
+
+
+def _verify_all(
+    module: Operation, describe: Callable[[Operation], str] | None
+) -> list[Diagnostic]:
     errors: list[Diagnostic] = []
     positions = _BlockPositions()
     for op in _walk_post_order(module):

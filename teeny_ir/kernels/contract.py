@@ -14,7 +14,8 @@ slot, bound from weights through a derivation), ``output`` (a result buffer),
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -77,6 +78,16 @@ class KernelFamily:
     grid: tuple[GridAxis, ...]
     package: Path
     kernel_function: str
+    footprints: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Pointer argument -> how many elements from its base the kernel may touch,
+    as an expression of the dim arguments (for a strided operand: the largest
+    offset its strides reach, plus one). The validator proves each fits in the
+    tensor bound to the argument."""
+    implied: Implied | None = None
+    """The dim arguments that the bound tensors' shapes imply (see `Implied`)."""
+    blocks: tuple[tuple[str, ...], ...] = ()
+    """Products of constexprs that are the element counts of one program's
+    blocks; each must stay within `MAX_BLOCK_ELEMENTS`."""
 
     def arg(self, name: str) -> KernelArg:
         for arg in self.args:
@@ -98,6 +109,14 @@ class KernelFamily:
         return (self.package / "kernel.py").read_text(encoding="utf-8")
 
 
+Implied = Callable[[Mapping[str, tuple[int, ...]]], list[dict[str, int | None]]]
+"""Concrete shapes of the tensors bound to the pointer arguments (by argument
+name) -> the values the dim arguments must take: a list of alternatives (a
+launch must match one), each dim -> its value, or None where any value is safe
+(a stride of an axis of extent 1)."""
+
+MAX_BLOCK_ELEMENTS = 2**20
+"""Triton's largest block (``TRITON_MAX_TENSOR_NUMEL``)."""
 MAX_GRID = (2**31 - 1, 65535, 65535)
 """CUDA's grid limits per axis (x, y, z)."""
 MAX_NUM_WARPS = 32

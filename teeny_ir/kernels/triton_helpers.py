@@ -5,6 +5,12 @@ reads it as text and pastes its functions into each emitted kernel file, so an
 emitted file is self-contained and its hash covers everything that runs.
 Kernel templates and the pointwise table's Triton expressions call these by
 name. Core ``tl`` only (no libdevice: the interpreter cannot run it).
+
+Special values behave as in PyTorch (nan in, nan out; +-inf to the limits),
+and no intermediate overflows or makes an invalid operation when the result is
+an ordinary number, so Triton's interpreter (numpy) warns only where the
+result itself is an IEEE exception (``silu(-inf)`` is ``-inf * 0 = nan``, as in
+PyTorch).
 """
 
 import triton
@@ -21,5 +27,31 @@ def logistic(x):
 
 @triton.jit
 def tanh_stable(x):
-    """tanh(x) = 2 * logistic(2x) - 1 (libdevice's tanh fails in the interpreter)."""
-    return 2.0 * logistic(2.0 * x) - 1.0
+    """tanh(x) = sign(x) * (1 - z) / (1 + z) with z = exp(-2|x|), taken as exp(-|x|)**2
+    so that nothing overflows (libdevice's tanh fails in the interpreter).
+
+    tanh(+-inf) = +-1 and NaN stays NaN. Below 1/16 in magnitude, where 1 - z
+    cancels, its odd Taylor polynomial x * (1 - x^2/3 + 2x^4/15 - 17x^6/315)
+    (relative error < 1e-11) is used instead, which also keeps -0.0 and
+    subnormals exact.
+    """
+    z = tl.exp(-tl.abs(x))
+    z = z * z
+    t = (1.0 - z) / (1.0 + z)
+    small = tl.abs(x) < 0.0625
+    s = tl.where(small, x, 0.0)
+    s2 = s * s
+    p = s * (
+        1.0 + s2 * (-0.3333333333333333 + s2 * (0.13333333333333333 - 0.05396825396825397 * s2))
+    )
+    return tl.where(small, p, tl.where(x < 0, -t, t))
+
+
+@triton.jit
+def gelu_tanh_arg(x):
+    """sqrt(2 / pi) * (x + 0.044715 * x**3), the tanh argument of the tanh-approximated
+    GELU, over x clamped to [-10, 10]: tanh of it is then already exactly +-1 in f32,
+    and the cube never overflows. (A NaN x becomes finite here: the GELU's outer
+    factor x carries it.)"""
+    c = tl.minimum(tl.maximum(x, -10.0), 10.0)
+    return 0.7978845608028654 * (c + 0.044715 * c * c * c)

@@ -9,8 +9,11 @@ with `teeny_ir.core.derivations.evaluate`, the single implementation of the BN f
 
 Bad input raises `teeny_ir.DiagnosticError`: a module without ``@forward``,
 inputs of the wrong count, shape, batch or dtype, weights that are missing or
-mis-shaped (all of them listed in one error), and ops the interpreter has no
-semantics for (named, with their location). Extra weights are ignored.
+mis-shaped, or that make a derivation non-finite (a negative running variance
+under the BN fold; likewise for an inference `graph.batch_norm` reading a
+``graph.param`` variance) - all of them listed in one error, each located at
+the op that reads them - and ops the interpreter has no semantics for (named,
+with their location). Extra weights are ignored.
 
 Each op's semantics is a function registered with `semantics.semantics` in the
 module of this package named like its dialect module (``conv.py`` for
@@ -21,7 +24,7 @@ nothing needs to); the modules are found automatically, once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, ModuleOp, TensorType, i64
@@ -29,8 +32,9 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
 
 from dialects.graph.conv import FusedConv2dOp
+from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
-from teeny_ir.core.derivations import Derivation
+from teeny_ir.core.derivations import Derivation, DerivationError, evaluate
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.reference.common import Array, Weights
 from teeny_ir.reference.common import error as _error
@@ -139,6 +143,27 @@ def _derivations(forward: FuncOp) -> list[tuple[Operation, Derivation]]:
     return found
 
 
+def _check_variance(
+    op: BatchNormOp, params: dict[str, Array], problem: Callable[[str, Operation], None]
+) -> None:
+    """An inference batch norm whose running variance is a weight: ``var + eps``
+    must be positive (the fused form's `evaluate` refuses the same weights)."""
+    source = op.running_var.owner
+    if not isinstance(source, ParamOp) or source.param_name.data not in params:
+        return
+    name = source.param_name.data
+    var = params[name].astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(~(var + op.eps > 0))
+    if bad.size:
+        problem(
+            f"batch_norm reads running variance {name!r}, which is {var.reshape(-1)[bad[0]]:g} "
+            f"at index {int(bad[0])} ({bad.size} of {var.size} entries): variance + eps "
+            f"({op.eps:g}) must be positive",
+            op,
+        )
+
+
 def _check_weights(forward: FuncOp, weights: Weights) -> dict[str, Array]:
     """The float32 array of each `graph.param`; every missing or mis-shaped weight
     (of a param or a derivation source) is listed in one error."""
@@ -166,8 +191,17 @@ def _check_weights(forward: FuncOp, weights: Weights) -> dict[str, Array]:
             params[name] = value.astype(np.float32)
     shapes = {name: np.shape(weights[name]) for name in weights}
     for op, derivation in _derivations(forward):
-        for message in derivation.check_sources(shapes):
+        sources = derivation.check_sources(shapes)
+        for message in sources:
             problem(message, op)
+        if not sources:
+            try:
+                evaluate(derivation, weights)  # a non-finite result names its weights
+            except DerivationError as err:
+                problem(str(err), op)
+    for op in forward.walk():
+        if isinstance(op, BatchNormOp) and not op.training:
+            _check_variance(op, params, problem)
     if problems:
         raise DiagnosticError(problems.values())
     return params

@@ -3,12 +3,19 @@
 ``load(DIR).run(inputs, weights)`` checks everything before any launch - the
 backend (`teeny_ir.runtime.backends.usable_backend`), the plan
 (`teeny_ir.backend.plan.load_plan`), the inputs (count, float32, rank, static
-dims, one batch ``B >= 1``) and the weights (every missing or mis-shaped one
-named in one error) - binds the parameters through
-`teeny_ir.core.derivations.evaluate`, and then hands the work to the backend
+dims, one batch ``B >= 1``, every shape, grid and argument expression
+evaluable and in range at that ``B``) and the weights (every missing or
+mis-shaped one named in one error) - binds the parameters through
+`teeny_ir.core.derivations.evaluate` (weights that give a non-finite
+parameter, such as a negative running variance, are a `RuntimeInputError`
+naming them), and then hands the work to the backend
 (`teeny_ir.runtime.backends`: ``interpreter``, the default, runs Triton's
 interpreter in a worker process; ``cuda`` probes for a GPU but has no cubin
 launcher).
+
+Weights that the plan never reads are reported in one `UnusedWeightsWarning`
+(``teeny-run`` prints it as one ``warning:`` line); PyTorch's
+``num_batches_tracked`` counters are not reported.
 
 Importing this module imports neither numpy, torch nor triton.
 """
@@ -16,18 +23,24 @@ Importing this module imports neither numpy, torch nor triton.
 from __future__ import annotations
 
 import os
+import re
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from teeny_ir.backend.plan import BATCH, Plan, PlanError, is_batch_dim, load_plan
-from teeny_ir.core.derivations import evaluate
-from teeny_ir.core.expressions import eval_text
-from teeny_ir.kernels.contract import MAX_GRID
+from teeny_ir.backend.plan import BATCH, Plan, PlanError, check_at_batch, is_batch_dim, load_plan
+from teeny_ir.core.derivations import DerivationError, evaluate
+from teeny_ir.core.expressions import ExpressionError, eval_text
 from teeny_ir.runtime.backends import BACKENDS, Backend, usable_backend
-from teeny_ir.runtime.errors import BackendUnavailableError, RuntimeInputError, WorkerError
+from teeny_ir.runtime.errors import (
+    BackendUnavailableError,
+    RuntimeInputError,
+    UnusedWeightsWarning,
+    WorkerError,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,6 +52,7 @@ __all__ = [
     "Executable",
     "PlanError",
     "RuntimeInputError",
+    "UnusedWeightsWarning",
     "WorkerError",
     "load",
     "read_weights",
@@ -48,8 +62,27 @@ __all__ = [
 
 def load(directory: str | os.PathLike[str]) -> Executable:
     """Load and validate the plan in ``directory`` (raises `PlanError`)."""
-    root = Path(directory).resolve()
+    given = os.fspath(directory)
+    try:
+        root = Path(given).resolve()
+        is_file = root.exists() and not root.is_dir()
+    except (OSError, ValueError) as err:
+        raise PlanError(f"cannot read plan directory '{given}': {_reason(err)}") from None
+    if is_file and root.name == "plan.json":
+        raise PlanError(
+            f"'{given}' is the plan file; give its directory '{os.path.dirname(given) or '.'}'"
+        )
+    if is_file:
+        raise PlanError(f"'{given}' is a file, not a plan directory (the out-dir of emit-triton)")
+    if not root.exists():
+        raise PlanError(f"plan directory '{given}' does not exist")
     return Executable(root, load_plan(root))
+
+
+_UNUSED_SHOWN = 8
+"""How many unused weight names the warning lists before '... and N more'."""
+_NOT_WEIGHTS = re.compile(r"(.*\.)?num_batches_tracked")
+"""PyTorch's batch-norm step counters: in every state dict, never inference weights."""
 
 
 @dataclass(frozen=True)
@@ -79,9 +112,12 @@ class Executable:
         if isinstance(weights, str | os.PathLike):
             weights = read_weights(weights)
         self.check_weights(weights)
+        unused = self.unused_weights(weights)
+        if unused:
+            warnings.warn(UnusedWeightsWarning(_unused_message(unused)), stacklevel=2)
         times["validate"] = time.perf_counter() - start
         start = time.perf_counter()
-        params = {p.name: evaluate(p.derivation, weights) for p in self.plan.params}
+        params = self.bind_parameters(weights)
         times["bind parameters"] = time.perf_counter() - start
         tensors = {spec.name: array for spec, array in zip(self.plan.inputs, inputs, strict=True)}
         return chosen.run(self.directory, self.plan, tensors | params, batch, times)
@@ -118,7 +154,7 @@ class Executable:
         if batch < 1:
             raise RuntimeInputError(f"the batch size must be at least 1, got {batch}")
         for index, (spec, array) in enumerate(zip(specs, inputs, strict=True)):
-            expected = tuple(_dim(d, batch) for d in spec.shape)
+            expected = tuple(_dim(d, batch, f"the shape of input {index}") for d in spec.shape)
             if tuple(array.shape) != expected:
                 raise RuntimeInputError(
                     f"input {index} has shape {list(array.shape)}, expected "
@@ -127,20 +163,19 @@ class Executable:
         return batch
 
     def check_batch(self, batch: int) -> None:
-        """Check that every buffer and grid is within limits at this batch size."""
+        """Check that every buffer shape can be evaluated at this batch size, and
+        prove every launch again at it with the one contract validator (the plan
+        loader proved batches 1..64; this batch may be larger)."""
         for buffer in self.plan.buffers:
-            shape = [_dim(d, batch) for d in buffer.shape]
+            shape = [_dim(d, batch, f"the shape of buffer '{buffer.name}'") for d in buffer.shape]
             if any(size < 1 for size in shape):
                 raise RuntimeInputError(
                     f"at {BATCH}={batch} buffer '{buffer.name}' would have shape {shape}"
                 )
-        for index, launch in enumerate(self.plan.launches):
-            grid = [eval_text(axis, {BATCH: batch}) for axis in launch.grid]
-            if any(not 1 <= size <= limit for size, limit in zip(grid, MAX_GRID, strict=True)):
-                raise RuntimeInputError(
-                    f"at {BATCH}={batch} launch {index} ('{launch.kernel}') needs grid {grid}, "
-                    f"outside 1..{list(MAX_GRID)}"
-                )
+        try:
+            check_at_batch(self.plan, batch)
+        except PlanError as err:
+            raise RuntimeInputError(str(err)) from None
 
     def check_weights(self, weights: Mapping[str, Any]) -> None:
         """Raise one error naming every missing or mis-shaped weight (extra ones are ignored)."""
@@ -163,20 +198,70 @@ class Executable:
         if problems:
             raise RuntimeInputError(f"weights do not fit the plan: {'; '.join(problems)}")
 
+    def unused_weights(self, weights: Mapping[str, Any]) -> list[str]:
+        """The names in ``weights`` that the plan never reads, in their order
+        (without PyTorch's ``num_batches_tracked`` counters)."""
+        used = {spec.name for spec in self.plan.weights}
+        return [name for name in weights if name not in used and not _NOT_WEIGHTS.fullmatch(name)]
+
+    def bind_parameters(self, weights: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Every parameter, evaluated from checked weights; one `RuntimeInputError`
+        names every derivation that fails (a non-finite result names its weights)."""
+        params: dict[str, np.ndarray] = {}
+        problems: list[str] = []
+        for param in self.plan.params:
+            try:
+                params[param.name] = evaluate(param.derivation, weights)
+            except DerivationError as err:
+                if str(err) not in problems:
+                    problems.append(str(err))
+        if problems:
+            raise RuntimeInputError(f"the weights give unusable parameters: {'; '.join(problems)}")
+        return params
+
 
 def read_weights(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
     """Read a ``.safetensors`` file into name -> array (never pickle)."""
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
+    name = os.fspath(path)
+    if os.path.isdir(name):
+        raise RuntimeInputError(f"weights '{name}' is a directory; give one .safetensors file")
+    if not os.path.exists(name):
+        raise RuntimeInputError(f"cannot read weights '{name}': No such file or directory")
     try:
-        return load_file(os.fspath(path))
+        return load_file(name)
     except (OSError, SafetensorError, TypeError, ValueError) as err:
-        raise RuntimeInputError(f"cannot read weights '{os.fspath(path)}': {err}") from None
+        raise RuntimeInputError(
+            f"cannot read weights '{name}' as a .safetensors file: {_reason(err)}"
+        ) from None
 
 
-def _dim(dim: int | str, batch: int) -> int:
-    return dim if isinstance(dim, int) else eval_text(dim, {BATCH: batch})
+def _unused_message(names: Sequence[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:_UNUSED_SHOWN])
+    more = f" and {len(names) - _UNUSED_SHOWN} more" if len(names) > _UNUSED_SHOWN else ""
+    count = "1 weight is" if len(names) == 1 else f"{len(names)} weights are"
+    return f"{count} not used by the plan: {shown}{more}"
+
+
+def _reason(err: BaseException) -> str:
+    text = getattr(err, "strerror", None) or str(err)
+    lines = text.strip().splitlines()
+    return lines[0] if lines else type(err).__name__
+
+
+def _dim(dim: int | str, batch: int, what: str) -> int:
+    """A shape or launch expression at batch ``batch`` (`RuntimeInputError` when
+    it cannot be evaluated there, e.g. a division by zero)."""
+    if isinstance(dim, int):
+        return dim
+    try:
+        return eval_text(dim, {BATCH: batch})
+    except ExpressionError as err:
+        raise RuntimeInputError(
+            f"at {BATCH}={batch} {what} = '{dim}' cannot be evaluated: {err}"
+        ) from None
 
 
 def _shape_text(shape: Sequence[int | str]) -> str:

@@ -14,3 +14,10 @@ class BackendUnavailableError(RuntimeInputError):
 
 class WorkerError(RuntimeError):
     """The interpreter process failed; the message ends with its last stderr lines."""
+
+
+class UnusedWeightsWarning(UserWarning):
+    """Weights given to a run that the plan never reads (one line naming them).
+
+    PyTorch's batch-norm counters (``*.num_batches_tracked``), in every state
+    dict with batch norm and never read for inference, are not reported."""

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from pathlib import Path
 
 from teeny_ir.kernels.contract import Constexpr, GridAxis, KernelArg, KernelFamily
+
+
+def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
+    """From NCHW ``x`` and ``y``: ``B``, ``C_IN``, ``C_OUT``, ``M = H * W`` and a
+    contiguous output (``y_row_stride = M``); the output's H * W must be ``M``."""
+    x, y = shapes["x"], shapes["y"]
+    if len(x) != 4 or len(y) != 4:
+        return []
+    spatial = math.prod(x[2:])
+    dims: dict[str, int | None] = {"B": x[0], "C_IN": x[1], "C_OUT": y[1], "M": spatial}
+    if y[0] != x[0] or math.prod(y[2:]) != spatial:
+        return []
+    return [dims | {"y_row_stride": spatial}]
 
 _I32 = "i32"
 _PTR = "*fp32"
@@ -38,4 +53,13 @@ FAMILY = KernelFamily(
     grid=(GridAxis((("B", "1"), ("M", "BLOCK_M"), ("C_OUT", "BLOCK_N"))),),
     package=Path(__file__).parent,
     kernel_function="conv1x1_gemm",
+    footprints={
+        "x": "B * C_IN * M",
+        "w": "C_OUT * C_IN",
+        "scale": "C_OUT",
+        "shift": "C_OUT",
+        "y": "(B * C_OUT - 1) * y_row_stride + M",
+    },
+    implied=implied,
+    blocks=(("BLOCK_M", "BLOCK_N"), ("BLOCK_M", "BLOCK_K"), ("BLOCK_K", "BLOCK_N")),
 )

@@ -2,9 +2,66 @@
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from teeny_ir.kernels.contract import Constexpr, GridAxis, KernelArg, KernelFamily
+
+RANK = 4
+"""The family views every tensor as rank 4, left-padded with 1s."""
+
+
+def padded(shape: Sequence[int]) -> tuple[int, ...]:
+    return (1,) * (RANK - len(shape)) + tuple(shape)
+
+
+def _contiguous(shape: Sequence[int]) -> list[int]:
+    return [math.prod(shape[k + 1 :]) for k in range(len(shape))]
+
+
+def _broadcast(operand: Sequence[int], output: Sequence[int]) -> list[int]:
+    """Numpy broadcasting of a contiguous ``operand`` against ``output`` (rank 4)."""
+    strides = _contiguous(padded(operand))
+    pairs = zip(padded(operand), output, strides, strict=True)
+    return [0 if o == 1 and n != 1 else s for o, n, s in pairs]
+
+
+def _channel(operand: Sequence[int], output: Sequence[int]) -> list[int] | None:
+    """A per-channel vector [C] read along dimension 1 of ``output`` (bias_add)."""
+    rank = len(output)
+    if len(operand) != 1 or rank < 2 or operand[0] != output[1]:
+        return None
+    return [1 if k == RANK - rank + 1 else 0 for k in range(RANK)]
+
+
+def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
+    """``numel`` and ``size1..3`` from the output; the operands' strides broadcast
+    them numpy's way, or (``y`` only) as a per-channel vector. A stride of an
+    axis of extent 1 is free: its index is always 0."""
+    out = shapes["out"]
+    sizes = padded(out)
+    dims: dict[str, int | None] = {"numel": math.prod(out)}
+    dims |= {f"size{k}": sizes[k] for k in range(1, RANK)}
+
+    def strides(name: str, values: list[int]) -> dict[str, int | None]:
+        return {f"{name}_stride{k}": None if sizes[k] == 1 else values[k] for k in range(RANK)}
+
+    x = strides("x", _broadcast(shapes["x"], sizes))
+    choices = [_broadcast(shapes["y"], sizes)]
+    channel = _channel(shapes["y"], out)
+    if channel is not None:
+        choices.append(channel)
+    return [dims | x | strides("y", y) for y in choices]
+
+
+def _reach(name: str) -> str:
+    """Elements an operand's strides reach over the rank-4 index space, plus one."""
+    return (
+        f"floordiv(numel - 1, size1 * size2 * size3) * {name}_stride0 "
+        f"+ (size1 - 1) * {name}_stride1 + (size2 - 1) * {name}_stride2 "
+        f"+ (size3 - 1) * {name}_stride3 + 1"
+    )
 
 _I32 = "i32"
 _PTR = "*fp32"
@@ -40,4 +97,7 @@ FAMILY = KernelFamily(
     grid=(GridAxis((("numel", "BLOCK"),)),),
     package=Path(__file__).parent,
     kernel_function="elementwise",
+    footprints={"x": _reach("x"), "y": _reach("y"), "out": "numel"},
+    implied=implied,
+    blocks=(("BLOCK",),),
 )

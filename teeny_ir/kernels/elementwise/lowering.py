@@ -10,6 +10,7 @@ from xdsl.ir import Operation
 from dialects.graph.elementwise import BiasAddOp
 from dialects.kernel import LaunchOp
 from teeny_ir.core import pointwise
+from teeny_ir.kernels.elementwise.contract import RANK, padded
 from teeny_ir.kernels.lowering import (
     Unlowerable,
     count_expr,
@@ -22,20 +23,12 @@ from teeny_ir.kernels.lowering import (
 BLOCK = 1024
 NUM_WARPS, NUM_STAGES = 4, 1
 """An elementwise kernel has no loop to pipeline."""
-RANK = 4
-"""The family views every tensor as rank 4, left-padded with 1s."""
-
-
-def _padded(shape: Sequence[int]) -> tuple[int, ...]:
-    return (1,) * (RANK - len(shape)) + tuple(shape)
-
-
 def broadcast_strides(operand: Sequence[int], output: Sequence[int]) -> list[str]:
     """Strides (expressions) that read a contiguous ``operand`` broadcast to
     ``output``, both left-padded to rank 4: 0 where the operand's size is 1 (or
     missing) and the output's is not - a dynamic output batch against a static 1
     included - else the operand's contiguous stride."""
-    padded_operand, padded_output = _padded(operand), _padded(output)
+    padded_operand, padded_output = padded(operand), padded(output)
     strides: list[str] = []
     for k in range(RANK):
         broadcast = padded_operand[k] == 1 and padded_output[k] != 1
@@ -54,7 +47,7 @@ def _launch(op: Operation, entry: str, y_binding: str, y_strides: list[str]) -> 
     if len(output) > RANK:
         raise Unlowerable(f"rank {len(output)} exceeds the elementwise family's {RANK}")
     x_strides = broadcast_strides(tensor_type(op.operands[0]).get_shape(), output)
-    numel, sizes = count_expr(output), [dim_expr(d) for d in _padded(output)]
+    numel, sizes = count_expr(output), [dim_expr(d) for d in padded(output)]
     args = [
         ("x", "in0"),
         ("y", y_binding),

@@ -4,16 +4,28 @@ It runs in a separate process (`teeny_ir.runtime.backends.interpreter_worker`)
 because Triton fixes interpreter mode when ``triton`` is imported, and
 ``import teeny_ir`` never imports triton: the parent starts the worker with
 `teeny_ir.backend.triton_settings.interpreter_environment`. Arrays cross in
-safetensors files in a temporary directory (never pickle).
+safetensors files in a temporary work directory (never pickle).
+
+`InterpreterBackend.available` looks for torch and triton without importing
+them, so a missing extra is one sentence before anything is read; should the
+worker still fail to import one of them (a broken install), it says so in
+``error.json`` and the run raises `BackendUnavailableError` with the same kind
+of sentence. Any other worker failure raises `WorkerError` with one line: the
+worker's error, and the path of ``worker.log``, which holds everything the
+worker wrote (its full traceback included). On success the work directory is
+removed; after a failure only ``worker.log`` is kept in it, for a bug report.
 
 Importing this module imports neither numpy, torch nor triton.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -23,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from teeny_ir.backend.triton_settings import interpreter_environment
-from teeny_ir.runtime.errors import WorkerError
+from teeny_ir.runtime.errors import BackendUnavailableError, WorkerError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,8 +50,15 @@ REQUEST_FILE = "request.json"
 """The plan directory and the batch size."""
 TIMINGS_FILE = "timings.json"
 """The worker's stage times in seconds."""
+ERROR_FILE = "error.json"
+"""Written by a failing worker: ``{"error": one line, "unavailable": "torch", "triton"
+or null, "missing": whether that module is not installed at all}``."""
+LOG_FILE = "worker.log"
+"""The worker's stdout and stderr (a failure's full traceback); kept after a failure."""
 WORKER_MODULE = "teeny_ir.runtime.backends.interpreter_worker"
-_STDERR_LINES = 8
+REQUIRED_MODULES = {"torch": "interp", "triton": ""}
+"""What the interpreter needs, each with the teeny-ir extra that installs it."""
+_SUMMARY_CHARS = 300
 _ROOT = Path(__file__).resolve().parents[3]
 """The directory holding this ``teeny_ir``, put first on the worker's path so
 that it runs this copy and not another one installed elsewhere."""
@@ -53,10 +72,9 @@ class InterpreterBackend:
 
     def available(self) -> str | None:
         """None when torch and triton are installed (found without importing them)."""
-        for module, extra in (("torch", "interp"), ("triton", "")):
-            if importlib.util.find_spec(module) is None:
-                install = f"teeny-ir[{extra}]" if extra else "teeny-ir"
-                return f"the interpreter backend needs {module} (pip install '{install}')"
+        for module in REQUIRED_MODULES:
+            if not _installed(module):
+                return needs(module)
         return None
 
     def run(
@@ -68,36 +86,139 @@ class InterpreterBackend:
         times: dict[str, float],
     ) -> list[np.ndarray]:
         """Run the plan in a worker process (see `Backend.run`); raises
-        `WorkerError` with the worker's last stderr lines when it fails."""
+        `WorkerError` (one line naming the kept log) when it fails, and
+        `BackendUnavailableError` when it cannot import torch or triton or the
+        work directory cannot be written."""
         import numpy as np
         from safetensors.numpy import load_file, save_file
 
         start = time.perf_counter()
-        with tempfile.TemporaryDirectory(prefix="teeny-run-") as temp:
-            workdir = Path(temp)
-            arrays = {name: np.ascontiguousarray(array) for name, array in tensors.items()}
-            save_file(arrays, workdir / TENSORS_FILE)
-            request = {"plan": str(directory), "batch": batch}
-            (workdir / REQUEST_FILE).write_text(json.dumps(request), encoding="utf-8")
+        try:
+            workdir = Path(tempfile.mkdtemp(prefix="teeny-run-"))
+        except OSError as err:
+            raise BackendUnavailableError(
+                "the interpreter backend cannot make its work directory in "
+                f"'{tempfile.gettempdir()}': {err.strerror or err}"
+            ) from None
+        keep_log = False
+        try:
+            try:
+                arrays = {name: np.ascontiguousarray(array) for name, array in tensors.items()}
+                save_file(arrays, workdir / TENSORS_FILE)
+                request = {"plan": str(directory), "batch": batch}
+                (workdir / REQUEST_FILE).write_text(json.dumps(request), encoding="utf-8")
+            except OSError as err:
+                raise BackendUnavailableError(
+                    f"the interpreter backend cannot write its work files in '{workdir}': "
+                    f"{err.strerror or err}"
+                ) from None
             times["write tensors"] = time.perf_counter() - start
             start = time.perf_counter()
-            completed = _start_worker(workdir)
+            status = _start_worker(workdir)
             times["worker"] = time.perf_counter() - start
-            if completed.returncode != 0:
-                tail = completed.stderr.strip().splitlines()[-_STDERR_LINES:]
-                raise WorkerError(
-                    f"the interpreter worker failed (exit status {completed.returncode}):\n"
-                    + "\n".join(tail)
-                )
+            if status != 0:
+                error = _failure(workdir, status)
+                keep_log = isinstance(error, WorkerError)
+                raise error
             with (workdir / TIMINGS_FILE).open(encoding="utf-8") as handle:
                 times |= {f"worker: {k}": v for k, v in json.load(handle).items()}
             results = load_file(workdir / OUTPUTS_FILE)
+        finally:
+            _clean(workdir, keep_log=keep_log)
         return [results[f"output_{i}"] for i in range(len(plan.outputs))]
 
 
-def _start_worker(workdir: Path) -> subprocess.CompletedProcess[str]:
-    """Run the worker on ``workdir`` with the interpreter switched on."""
+def needs(module: str, problem: str = "") -> str:
+    """The sentence for a required module that is missing or, with ``problem``
+    (one line: the import's error), installed but failing to import."""
+    extra = REQUIRED_MODULES.get(module, "")
+    install = f"teeny-ir[{extra}]" if extra else "teeny-ir"
+    if problem:
+        return (
+            f"the interpreter backend cannot import {module} ({_clip(problem)}); "
+            f"reinstall it (pip install '{install}')"
+        )
+    return f"the interpreter backend needs {module} (pip install '{install}')"
+
+
+def _installed(module: str) -> bool:
+    """Whether ``module`` can be found, without importing it. A finder that
+    raises, or a bare namespace directory of that name, counts as missing."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and spec.origin is not None
+
+
+def _start_worker(workdir: Path) -> int:
+    """Run the worker on ``workdir`` with the interpreter switched on, its
+    output going to ``workdir/worker.log``; returns its exit status."""
     env = interpreter_environment(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH")) if p)
+    env.setdefault("PYTHONFAULTHANDLER", "1")  # a crash in native code leaves a traceback
     command = [sys.executable, "-m", WORKER_MODULE, str(workdir)]
-    return subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    try:
+        with (workdir / LOG_FILE).open("wb") as log:
+            done = subprocess.run(
+                command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, check=False
+            )
+    except OSError as err:
+        raise BackendUnavailableError(
+            f"the interpreter backend cannot start its worker: {err.strerror or err}"
+        ) from None
+    return done.returncode
+
+
+def _failure(workdir: Path, status: int) -> Exception:
+    """The exception for a worker that exited with ``status`` (one line)."""
+    log = workdir / LOG_FILE
+    report: object = None
+    with contextlib.suppress(OSError, ValueError):  # no report: the log's last line
+        report = json.loads((workdir / ERROR_FILE).read_text(encoding="utf-8"))
+    summary = ""
+    if isinstance(report, dict):
+        unavailable = report.get("unavailable")
+        if isinstance(unavailable, str) and unavailable in REQUIRED_MODULES:
+            problem = "" if report.get("missing") else str(report.get("error", "")) or "?"
+            return BackendUnavailableError(needs(unavailable, problem))
+        summary = str(report.get("error", ""))
+    if not summary:
+        summary = _last_line(log) or "it wrote nothing"
+    if status < 0:
+        try:
+            how = f"killed by {signal.Signals(-status).name}"
+        except ValueError:
+            how = f"killed by signal {-status}"
+    else:
+        how = f"exit status {status}"
+    return WorkerError(
+        f"the interpreter worker failed ({how}): {_clip(summary)} (worker log: {log})"
+    )
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return ""
+    return next((line.strip() for line in reversed(lines) if line.strip()), "")
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _SUMMARY_CHARS else text[: _SUMMARY_CHARS - 3] + "..."
+
+
+def _clean(workdir: Path, *, keep_log: bool) -> None:
+    """Remove the work directory, or after a failure everything in it but the log."""
+    if not keep_log:
+        shutil.rmtree(workdir, ignore_errors=True)
+        return
+    for path in workdir.iterdir():
+        if path.name == LOG_FILE:
+            continue
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)

@@ -11,12 +11,17 @@ torch CPU float32 buffers (filled with NaN, so a region no kernel wrote shows),
 launches in plan order and writes ``outputs.safetensors`` (``output_0 ...``)
 and ``timings.json``.
 
-A failure ends with a one-line ``error: ...`` on stderr and exit status 1; the
-parent reports the last lines of stderr.
+A failure prints its traceback and then a line ``error: TYPE: MESSAGE`` on
+stderr (the parent sends both streams to ``worker.log``), writes
+``error.json`` - the error on one line, and which of torch and triton could not
+be imported, if that is what failed - and exits with status 1. The parent
+reports that one line and the log's path, never the traceback itself.
 """
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import json
 import sys
 import time
@@ -31,12 +36,28 @@ from teeny_ir.backend.plan import BATCH, Plan, load_plan
 from teeny_ir.core.expressions import eval_text
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends.interpreter import (
+    ERROR_FILE,
     OUTPUTS_FILE,
     REQUEST_FILE,
+    REQUIRED_MODULES,
     TENSORS_FILE,
     TIMINGS_FILE,
     WORKER_MODULE,
 )
+
+
+class _Unavailable(Exception):
+    """A required module (torch, triton) that cannot be imported."""
+
+    def __init__(self, module: str, cause: ImportError) -> None:
+        super().__init__(f"cannot import {module}: {type(cause).__name__}: {cause}")
+        self.module = module
+        # Missing itself, not one of its own dependencies (that is a broken install).
+        self.missing = (
+            isinstance(cause, ModuleNotFoundError)
+            and (cause.name or module).partition(".")[0] == module
+        )
+        self.cause = cause
 
 
 def run(workdir: Path) -> None:
@@ -54,6 +75,11 @@ def run(workdir: Path) -> None:
     times["load plan"] = time.perf_counter() - start
 
     start = time.perf_counter()
+    for module in REQUIRED_MODULES:
+        try:
+            importlib.import_module(module)
+        except ImportError as err:
+            raise _Unavailable(module, err) from err
     import torch
     from safetensors.numpy import load_file, save_file
 
@@ -109,13 +135,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(args) != 1:
         print(f"usage: python -m {WORKER_MODULE} WORKDIR", file=sys.stderr)
         return 2
+    workdir = Path(args[0])
     try:
-        run(Path(args[0]))
-    except Exception as err:  # noqa: BLE001 - reported to the parent as the last stderr line
+        run(workdir)
+    except Exception as err:  # noqa: BLE001 - reported to the parent in error.json
         traceback.print_exc()
-        print(f"error: {type(err).__name__}: {err}", file=sys.stderr)
+        cause = err.cause if isinstance(err, _Unavailable) else err
+        summary = f"{type(cause).__name__}: {cause}"
+        print(f"error: {summary}", file=sys.stderr)
+        _report(workdir, summary, err if isinstance(err, _Unavailable) else None)
         return 1
     return 0
+
+
+def _report(workdir: Path, summary: str, unavailable: _Unavailable | None) -> None:
+    """Write ``error.json`` for the parent (best effort: the log has it all)."""
+    lines = summary.strip().splitlines()
+    data = {
+        "error": lines[0] if lines else summary,
+        "unavailable": unavailable.module if unavailable else None,
+        "missing": bool(unavailable and unavailable.missing),
+    }
+    with contextlib.suppress(OSError):
+        (workdir / ERROR_FILE).write_text(json.dumps(data), encoding="utf-8")
 
 
 if __name__ == "__main__":
