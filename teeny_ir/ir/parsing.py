@@ -109,6 +109,9 @@ _ATTRIBUTE_FAILURES = (
 )
 
 _INTEGER_TYPE = re.compile(r"[su]?i([0-9]+)")
+_PLAIN_TENSOR = re.compile(r"tensor<(?:(?:\?|[0-9]{1,10})x)*(?:f16|bf16|f32|f64|i1|i8|i16|i32|i64)>")
+"""A builtin tensor type spelled without spaces, encoding or unusual element
+type: its value depends on nothing but its text (`TeenyParser.parse_optional_type`)."""
 
 # --- floats as bits ---------------------------------------------------------
 HEX_LITERAL = re.compile(r"(-?)\s*0x[0-9A-Fa-f]+")
@@ -211,6 +214,7 @@ class TeenyParser(Parser):
         self._name_offsets: list[int] = []
         self._located: list[tuple[Operation, int]] = []
         self._first_use: dict[str, Span] = {}
+        self._plain_types: dict[str, TypeAttribute] = {}
 
     def parse_module(self, allow_implicit_module: bool = True) -> ModuleOp:
         """Parse the whole buffer: ops, alias definitions and file metadata.
@@ -327,6 +331,28 @@ class TeenyParser(Parser):
     def parse_attribute(self) -> Attribute:
         with self._failures_located_here():
             return super().parse_attribute()
+
+    # --- speed -----------------------------------------------------------
+    def parse_optional_type(self) -> TypeAttribute | None:
+        # A graph spells the same few tensor types again and again (30k times in
+        # a 10k-op model), and lexing and building one is most of parsing an op.
+        # A plain tensor type already parsed (limits checked) is taken from a
+        # table by its text, and the lexer resumes after it.
+        token = self._current_token
+        if token.kind != MLIRTokenKind.BARE_IDENT or token.text != "tensor":
+            return super().parse_optional_type()
+        match = _PLAIN_TENSOR.match(self.lexer.input.content, token.span.start)
+        if match is None:
+            return super().parse_optional_type()
+        cached = self._plain_types.get(match.group())
+        if cached is not None:
+            self._resume_from(match.end())
+            return cached
+        parsed = super().parse_optional_type()
+        between = self.lexer.input.content[match.end() : self.pos]
+        if parsed is not None and not between.strip():
+            self._plain_types[match.group()] = parsed
+        return parsed
 
     # --- limits ----------------------------------------------------------
     def _parse_optional_integer_or_float_type(self) -> TypeAttribute | None:
