@@ -9,11 +9,10 @@ sign, and finite values within ``1e-5 * max(1, |ref|)`` (so the sign of a zero
 is not compared).
 
 The oracle is PyTorch in float64 on the float32 inputs, rounded to float32 for
-the kernels. Torch's float32 CPU GELU (erf) is not one function on specials:
-its vectorised path gives ``gelu(inf) = nan`` and overflows ``gelu(3.4e38)``
-to inf, its scalar path (a one-element tensor) and float64 give ``inf`` and
-``3.4e38``. Every other entry gives the same answer in torch float32 and
-float64 here, and the kernels are checked against both.
+the kernels, never torch's float32 path: that one is not one function on
+specials (its vectorised erf GELU gives ``gelu(inf) = nan`` and overflows
+``gelu(3.4e38)`` to inf, while its scalar path and float64 give ``inf`` and
+``3.4e38``; its hard swish overflows ``x * 6`` near the float32 maximum).
 
 Warnings: the kernels must not warn (the harness runs with ``-W error``) on
 inputs whose result is an ordinary number: no intermediate may overflow or be
@@ -91,7 +90,6 @@ SPELLINGS = (
     *(entry.name for entry in pointwise.TABLE if not entry.options),
     *EXPLICIT_SPELLINGS,
 )
-TORCH_F32_DIFFERS = {"gelu(approximate=none)"}  # see the module docstring
 
 
 def test_every_table_entry_is_covered() -> None:
@@ -282,8 +280,6 @@ def _check(spelling: str, part: int, results: dict[tuple[str, int], np.ndarray])
     ref64 = torch_ref(spelling, args, torch.float64)
     ref = torch.from_numpy(ref64).to(torch.float32).numpy()
     assert mismatches(got, ref, args) == [], "against torch float64"
-    if spelling not in TORCH_F32_DIFFERS:
-        assert mismatches(got, torch_ref(spelling, args, torch.float32), args) == [], "float32"
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
