@@ -304,13 +304,13 @@ def _reference_text(op_type: type[Any]) -> str:
 
 
 def _kernel_text(op_type: type[Any]) -> tuple[str, bool]:
-    from teeny_ir.kernels.lowering import family_of, lowering_for
+    from teeny_ir.kernels.lowering import families_of, family_of, lowering_for
 
     found = lowering_for(op_type)
     if isinstance(found, str):
         return "none: " + cell(_escape_line(found)), False
-    family = family_of(found)
-    return f"[`{family}`](../teeny_ir/kernels/{family}/)", True
+    families = families_of(op_type) or [family_of(found)]
+    return ", ".join(f"[`{f}`](../teeny_ir/kernels/{f}/)" for f in families), True
 
 
 def supported_ops_page() -> str:

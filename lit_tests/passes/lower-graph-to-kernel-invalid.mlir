@@ -28,10 +28,10 @@ func.func @no_algorithm(%x: tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32> {
 
 // -----
 
-func.func @implicit_gemm(%x: tensor<?x4x8x8xf32>) -> tensor<?x4x6x6xf32> {
-  %w = graph.param "w" : tensor<4x4x3x3xf32>
-  // expected-error@+1 {{cannot lower 'graph.fused_conv2d' to a kernel: algorithm 'implicit-gemm' has no kernel family yet (only 'gemm' lowers)}}
-  %y = graph.fused_conv2d %x, %w scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> algorithm "implicit-gemm" tiles [64, 64, 16] : (tensor<?x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<?x4x6x6xf32>
+func.func @depthwise(%x: tensor<?x4x8x8xf32>) -> tensor<?x4x6x6xf32> {
+  %w = graph.param "w" : tensor<4x1x3x3xf32>
+  // expected-error@+1 {{cannot lower 'graph.fused_conv2d' to a kernel: no kernel family implements algorithm 'depthwise' yet}}
+  %y = graph.fused_conv2d %x, %w groups 4 scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> algorithm "depthwise" tiles [64, 64, 16] : (tensor<?x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<?x4x6x6xf32>
   func.return %y : tensor<?x4x6x6xf32>
 }
 

@@ -32,6 +32,7 @@ Rule = Callable[["Operation"], "LaunchOp"]
 R = TypeVar("R", bound=Callable[..., "LaunchOp"])
 
 _RULES: dict[type[Operation], Rule] = {}
+_GUARDED: dict[type[Operation], list[tuple[Callable[[Operation], bool], Rule]]] = {}
 _POINTWISE: list[Rule] = []
 _NO_KERNEL: dict[type[Operation], str] = {}
 
@@ -40,17 +41,45 @@ class Unlowerable(Exception):
     """Why one op cannot become a kernel launch."""
 
 
-def lowers(*op_types: type[Operation]) -> Callable[[R], R]:
-    """Register the decorated function as the lowering of ``op_types``."""
+def lowers(
+    *op_types: type[Operation], when: Callable[[Operation], bool] | None = None
+) -> Callable[[R], R]:
+    """Register the decorated function as the lowering of ``op_types``.
+
+    With ``when``, the rule covers only the ops it accepts (a fused convolution
+    whose ``algorithm`` is the family's): several families may then share an op
+    class, each with its own condition, and the first that accepts an op lowers
+    it. Without ``when`` the rule is the op class's only one."""
 
     def register(rule: R) -> R:
         for op_type in op_types:
-            if op_type in _RULES or op_type in _NO_KERNEL:
+            if op_type in _NO_KERNEL or op_type in _RULES:
                 raise RuntimeError(f"'{op_type.name}' has two lowering facets")
-            _RULES[op_type] = rule
+            guarded = _GUARDED.setdefault(op_type, [])
+            if when is None and guarded:
+                raise RuntimeError(f"'{op_type.name}' has conditional and unconditional rules")
+            if when is None:
+                _RULES[op_type] = rule
+            else:
+                guarded.append((when, rule))
         return rule
 
     return register
+
+
+def _dispatch(op_type: type[Operation]) -> Rule:
+    """The rule of an op class lowered by conditional rules: the first that accepts."""
+
+    def dispatch(op: Operation) -> LaunchOp:
+        for when, rule in _GUARDED[op_type]:
+            if when(op):
+                return rule(op)
+        families = ", ".join(sorted({family_of(rule) for _, rule in _GUARDED[op_type]}))
+        algorithm = getattr(op, "algorithm", None)
+        what = f"algorithm '{algorithm}'" if isinstance(algorithm, str) else "it"
+        raise Unlowerable(f"no kernel family implements {what} yet (families tried: {families})")
+
+    return dispatch
 
 
 def lowers_pointwise(rule: R) -> R:
@@ -64,7 +93,7 @@ def lowers_pointwise(rule: R) -> R:
 def no_kernel(reason: str, *op_types: type[Operation]) -> None:
     """Declare that no kernel runs ``op_types``, and why (shown to the user)."""
     for op_type in op_types:
-        if op_type in _RULES or op_type in _NO_KERNEL:
+        if op_type in _RULES or op_type in _NO_KERNEL or _GUARDED.get(op_type):
             raise RuntimeError(f"'{op_type.name}' has two lowering facets")
         _NO_KERNEL[op_type] = reason
 
@@ -82,6 +111,8 @@ def lowering_for(op_type: type[Operation]) -> Rule | str:
     load()
     if op_type in _RULES:
         return _RULES[op_type]
+    if _GUARDED.get(op_type):
+        return _dispatch(op_type)
     if op_type in _NO_KERNEL:
         return _NO_KERNEL[op_type]
     entry = pointwise.lookup(op_type.name)
@@ -91,9 +122,20 @@ def lowering_for(op_type: type[Operation]) -> Rule | str:
 
 
 def lowering_rules() -> dict[type[Operation], Rule]:
-    """The explicit ``@lowers`` rules, by op class."""
+    """The explicit ``@lowers`` rules, by op class (a dispatcher where several
+    families' conditional rules share the class)."""
     load()
-    return dict(_RULES)
+    rules = dict(_RULES)
+    rules |= {op_type: _dispatch(op_type) for op_type, guarded in _GUARDED.items() if guarded}
+    return rules
+
+
+def families_of(op_type: type[Operation]) -> list[str]:
+    """The kernel families that lower ``op_type`` (for the supported-ops table)."""
+    load()
+    if op_type in _RULES:
+        return [family_of(_RULES[op_type])]
+    return sorted({family_of(rule) for _, rule in _GUARDED.get(op_type, [])})
 
 
 def opt_out_reasons() -> dict[type[Operation], str]:

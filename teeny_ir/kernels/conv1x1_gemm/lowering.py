@@ -5,6 +5,8 @@ parameter slots."""
 
 from __future__ import annotations
 
+from xdsl.ir import Operation
+
 from dialects.graph.conv import FusedConv2dOp
 from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
@@ -13,15 +15,16 @@ from teeny_ir.kernels.conv1x1_gemm.tiles import GROUP_M, launch_config
 from teeny_ir.kernels.lowering import Unlowerable, dim_expr, lowers, tensor_type
 
 
-@lowers(FusedConv2dOp)
+def _accepts(op: Operation) -> bool:
+    """``gemm`` convolutions, and unselected ones (to say what is missing)."""
+    return isinstance(op, FusedConv2dOp) and op.algorithm in (None, "gemm")
+
+
+@lowers(FusedConv2dOp, when=_accepts)
 def lower_fused_conv(op: FusedConv2dOp) -> LaunchOp:
     """A ``gemm`` fused convolution as one conv1x1_gemm launch."""
     if op.algorithm is None or op.tiles is None:
         raise Unlowerable("no algorithm selected (run select-conv-algorithm first)")
-    if op.algorithm != "gemm":
-        raise Unlowerable(
-            f"algorithm '{op.algorithm}' has no kernel family yet (only 'gemm' lowers)"
-        )
     weight = op.weight.owner
     if not isinstance(weight, ParamOp):
         raise Unlowerable("its weight is not a graph.param")
