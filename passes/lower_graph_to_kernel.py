@@ -62,7 +62,8 @@ class _Plan:
         for old, launch in self.launches:
             assert old.parent is not None
             old.parent.insert_op_before(launch, old)
-            old.results[0].replace_all_uses_with(launch.results[0])
+            for result, replacement in zip(old.results, launch.results, strict=True):
+                result.replace_all_uses_with(replacement)
             old.parent.erase_op(old)
         for param in self.params:
             assert param.parent is not None

@@ -4,8 +4,11 @@ The decision is `teeny_ir.kernels.conv_algorithms` (pure functions); this pass a
 Every convolution leaves the pass as a ``graph.fused_conv2d`` carrying
 ``algorithm`` and ``tiles``: a plain ``graph.conv2d`` (nothing was fused into
 it) is first wrapped as a fused convolution with the identity epilogue, so the
-lowering sees one kind of convolution. Only the GEMM path has a kernel family
-today; every other convolution is an error, and all of them are reported.
+lowering sees one kind of convolution. A ``gemm`` convolution gets the
+conv1x1_gemm family's tiles (`pick_gemm_tile_sizes`), an ``implicit-gemm`` one
+the implicit_gemm_conv family's (`pick_implicit_gemm_tile_sizes`). Only
+``depthwise`` has no kernel family yet: each is an error, and all of them are
+reported.
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ from teeny_ir.core.derivations import fill, identity
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.kernels.conv1x1_gemm.tiles import pick_gemm_tile_sizes
 from teeny_ir.kernels.conv_algorithms import classify_conv
+from teeny_ir.kernels.implicit_gemm_conv.tiles import pick_implicit_gemm_tile_sizes
 
-SUPPORTED = "1x1, stride 1, no padding, dilation 1, one group only"
+SUPPORTED = "kernels exist for gemm and implicit-gemm convolutions only"
 
 
 def _shape(op: Operation, index: int) -> tuple[int, ...]:
@@ -45,13 +49,20 @@ def _shape(op: Operation, index: int) -> tuple[int, ...]:
 def _algorithm_properties(op: Conv2dOp | FusedConv2dOp) -> dict[str, Attribute] | str:
     """The ``algorithm`` and ``tiles`` properties for ``op``, or why it has none."""
     in_channels = _shape(op, 0)[1]
+    weight_shape = _shape(op, 1)
     algorithm = classify_conv(
-        in_channels, _shape(op, 1), op.strides, op.padding, op.dilation, op.groups
+        in_channels, weight_shape, op.strides, op.padding, op.dilation, op.groups
     )
-    if algorithm != "gemm":
-        return f"convolution algorithm '{algorithm}' is not supported yet ({SUPPORTED})"
     _, out_channels, out_h, out_w = _shape(op, -1)
-    tiles = pick_gemm_tile_sizes(out_h * out_w, out_channels, in_channels)
+    if algorithm == "gemm":
+        tiles = pick_gemm_tile_sizes(out_h * out_w, out_channels, in_channels)
+    elif algorithm == "implicit-gemm":
+        _, group_in, kernel_h, kernel_w = weight_shape
+        tiles = pick_implicit_gemm_tile_sizes(
+            out_h * out_w, out_channels // op.groups, group_in * kernel_h * kernel_w
+        )
+    else:
+        return f"convolution algorithm '{algorithm}' is not supported yet ({SUPPORTED})"
     return {"algorithm": StringAttr(algorithm), "tiles": DenseArrayBase.from_list(i64, tiles)}
 
 
@@ -123,14 +134,17 @@ class SelectConvAlgorithmPass(ModulePass):
     """Choose each convolution's algorithm and GEMM tiles (graph.fused_conv2d).
 
     Expects graph ops, usually after fuse-conv-bn-act. Every
-    ``graph.fused_conv2d`` gets ``algorithm`` and ``tiles`` [BLOCK_M, BLOCK_N,
-    BLOCK_K] from `teeny_ir.kernels.conv_algorithms`; every plain ``graph.conv2d`` is first
+    ``graph.fused_conv2d`` gets ``algorithm`` (`teeny_ir.kernels.conv_algorithms`)
+    and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K]: for ``gemm`` (1x1, stride 1, no
+    padding, dilation 1, one group) the GEMM rule over M = OH * OW, N = C_out,
+    K = C_in; for ``implicit-gemm`` (any other non-depthwise convolution) the
+    implicit-GEMM rule over M = OH * OW, N = C_out / groups, K = C_in / groups
+    * KH * KW. Every plain ``graph.conv2d`` is first
     turned into a ``graph.fused_conv2d`` (scale ``fill(1.0)``, shift
     ``identity(bias)`` or ``fill(0.0)``, its bias graph.param removed when it
     is left unused), so all convolutions leave as fused ones. Refuses (one
-    located error each, all reported together) convolutions whose algorithm
-    has no kernel yet: anything but 1x1, stride 1, no padding, dilation 1,
-    one group (``depthwise``, ``implicit-gemm``).
+    located error each, all reported together) the convolutions whose
+    algorithm has no kernel yet: ``depthwise`` (groups == C_in == C_out).
     """
 
     name = "select-conv-algorithm"

@@ -1,5 +1,5 @@
 """The pure decision functions of `teeny_ir.kernels.conv_algorithms` and the GEMM
-family's tile choice, pinned at every boundary."""
+and implicit-GEMM families' tile choices, pinned at every boundary."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from dialects.graph.shapes import is_gemm_conv
 from teeny_ir.kernels.conv1x1_gemm.tiles import UNKNOWN_M_AS, pick_gemm_tile_sizes
 from teeny_ir.kernels.conv_algorithms import classify_conv, is_depthwise
+from teeny_ir.kernels.implicit_gemm_conv.tiles import launch_config as implicit_gemm_launch_config
+from teeny_ir.kernels.implicit_gemm_conv.tiles import pick_implicit_gemm_tile_sizes
 
 
 @pytest.mark.parametrize(
@@ -124,3 +126,58 @@ def test_classification_agrees_with_the_graph_verifier(
     if algorithm != "gemm":
         expected = "depthwise" if groups == in_channels == weight[0] else "implicit-gemm"
         assert algorithm == expected
+
+
+# ---------------------------------------------------------------- implicit-gemm tiles
+
+
+@pytest.mark.parametrize(
+    ("n", "block_n"),
+    [
+        (1, 16),
+        (15, 16),
+        (16, 16),
+        (17, 32),
+        (32, 32),
+        (33, 64),
+        (64, 64),
+        (65, 128),
+        (128, 128),
+        (129, 128),
+        (4096, 128),
+    ],
+)
+def test_implicit_gemm_block_n_is_n_rounded_up_and_clamped(n: int, block_n: int) -> None:
+    assert pick_implicit_gemm_tile_sizes(64, n, 27)[1] == block_n
+
+
+@pytest.mark.parametrize(
+    ("m", "k", "block_m", "block_k"),
+    [
+        (1, 1, 64, 16),
+        (127, 127, 64, 16),
+        (128, 128, 128, 32),
+        (129, 27, 128, 16),
+        (4096, 4608, 128, 32),
+    ],
+)
+def test_implicit_gemm_block_m_k_thresholds(m: int, k: int, block_m: int, block_k: int) -> None:
+    block = pick_implicit_gemm_tile_sizes(m, 16, k)
+    assert (block[0], block[2]) == (block_m, block_k)
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(0, 8, 8), (8, 0, 8), (8, 8, 0), (-1, 8, 8)])
+def test_implicit_gemm_extents_below_one_are_rejected(m: int, n: int, k: int) -> None:
+    with pytest.raises(ValueError, match="must be >= 1"):
+        pick_implicit_gemm_tile_sizes(m, n, k)
+
+
+@given(m=st.integers(1, 1 << 20), n=st.integers(1, 1 << 20), k=st.integers(1, 1 << 20))
+def test_implicit_gemm_tiles_fit_tl_dot_and_the_launch_config(m: int, n: int, k: int) -> None:
+    block_m, block_n, block_k = pick_implicit_gemm_tile_sizes(m, n, k)
+    assert all(t >= 16 and t & (t - 1) == 0 for t in (block_m, block_n, block_k))
+    assert block_n >= min(n, 128) and block_n < 2 * max(n, 16)
+    warps, stages = implicit_gemm_launch_config(block_m, block_n)
+    assert (warps, stages) == ((8 if (block_m, block_n) == (128, 128) else 4), 2)
+    # fp32 A and B tiles, double-buffered, well within sm_86's 99 KiB.
+    assert 2 * 4 * (block_m + block_n) * block_k <= 64 * 1024

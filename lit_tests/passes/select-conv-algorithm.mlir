@@ -37,6 +37,52 @@ func.func @tile_boundaries(%a: tensor<?x128x16x8xf32>, %b: tensor<?x127x127x1xf3
 
 // -----
 
+// Every convolution that is neither gemm nor depthwise takes implicit-gemm, with
+// tiles from pick_implicit_gemm_tile_sizes(M = OH * OW, N = C_out / groups,
+// K = C_in / groups * KH * KW): 3x3, 1x1 stride 2, padded 1x1, grouped, dilated 1x1.
+// CHECK-LABEL: func.func @implicit_gemm
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<?x4x6x6xf32>
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} strides [2, 2] scale {{.*}} algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} padding [1, 1, 1, 1] scale {{.*}} activation silu algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x10x10xf32>
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} groups 2 scale {{.*}} algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x4x8x8xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x8x8xf32>
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} dilation [2, 2] scale {{.*}} algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x8x8xf32>
+// CHECK-NOT:     graph.conv2d
+func.func @implicit_gemm(%x: tensor<?x4x8x8xf32>) -> (tensor<?x4x6x6xf32>, tensor<?x4x4x4xf32>, tensor<?x4x10x10xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>) {
+  %w3 = graph.param "w3" : tensor<4x4x3x3xf32>
+  %w1 = graph.param "w1" : tensor<4x4x1x1xf32>
+  %wg = graph.param "wg" : tensor<4x2x1x1xf32>
+  %a = graph.conv2d %x, %w3 : (tensor<?x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<?x4x6x6xf32>
+  %b = graph.conv2d %x, %w1 strides [2, 2] : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %c = graph.fused_conv2d %x, %w1 padding [1, 1, 1, 1] scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> activation silu : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x10x10xf32>
+  %d = graph.conv2d %x, %wg groups 2 : (tensor<?x4x8x8xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x8x8xf32>
+  %e = graph.conv2d %x, %w1 dilation [2, 2] : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x8x8xf32>
+  func.return %a, %b, %c, %d, %e : tensor<?x4x6x6xf32>, tensor<?x4x4x4xf32>, tensor<?x4x10x10xf32>, tensor<?x4x8x8xf32>, tensor<?x4x8x8xf32>
+}
+
+// -----
+
+// Implicit-GEMM tiles at the boundaries: M 128 / N 17 / K 128 -> [128, 32, 32];
+// M 127 / N 16 / K 127 -> [64, 16, 16]; N 129 per group (258 / 2) / M 1 / K 9 ->
+// [64, 128, 16]; the stem (C_in 3, 3x3 stride 2, K 27) -> [64, 16, 16].
+// CHECK-LABEL: func.func @implicit_gemm_tile_boundaries
+// CHECK:         algorithm "implicit-gemm" tiles [128, 32, 32] : (tensor<?x64x16x9xf32>
+// CHECK:         algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x127x127x1xf32>
+// CHECK:         algorithm "implicit-gemm" tiles [64, 128, 16] : (tensor<?x2x1x1xf32>
+// CHECK:         algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x3x16x16xf32>
+func.func @implicit_gemm_tile_boundaries(%a: tensor<?x64x16x9xf32>, %b: tensor<?x127x127x1xf32>, %c: tensor<?x2x1x1xf32>, %d: tensor<?x3x16x16xf32>) -> (tensor<?x17x16x8xf32>, tensor<?x16x127x1xf32>, tensor<?x258x1x1xf32>, tensor<?x16x8x8xf32>) {
+  %wa = graph.param "wa" : tensor<17x64x1x2xf32>
+  %wb = graph.param "wb" : tensor<16x127x1x1xf32>
+  %wc = graph.param "wc" : tensor<258x1x3x3xf32>
+  %wd = graph.param "wd" : tensor<16x3x3x3xf32>
+  %ya = graph.conv2d %a, %wa : (tensor<?x64x16x9xf32>, tensor<17x64x1x2xf32>) -> tensor<?x17x16x8xf32>
+  %yb = graph.conv2d %b, %wb dilation [2, 2] : (tensor<?x127x127x1xf32>, tensor<16x127x1x1xf32>) -> tensor<?x16x127x1xf32>
+  %yc = graph.conv2d %c, %wc padding [1, 1, 1, 1] groups 2 : (tensor<?x2x1x1xf32>, tensor<258x1x3x3xf32>) -> tensor<?x258x1x1xf32>
+  %yd = graph.conv2d %d, %wd strides [2, 2] padding [1, 1, 1, 1] : (tensor<?x3x16x16xf32>, tensor<16x3x3x3xf32>) -> tensor<?x16x8x8xf32>
+  func.return %ya, %yb, %yc, %yd : tensor<?x17x16x8xf32>, tensor<?x16x127x1xf32>, tensor<?x258x1x1xf32>, tensor<?x16x8x8xf32>
+}
+
+// -----
+
 // A plain conv2d becomes a fused one with the identity epilogue; its bias
 // param is named by the shift (and removed, now unused).
 // CHECK-LABEL: func.func @plain_convs_are_wrapped

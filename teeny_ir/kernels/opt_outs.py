@@ -12,7 +12,6 @@ from dialects.graph.conv import Conv2dOp
 from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
-from dialects.graph.pool import AvgPool2dOp, GlobalAvgPool2dOp, MaxPool2dOp, UpsampleNearest2dOp
 from dialects.graph.reduce import (
     CrossEntropyOp,
     LogSoftmaxOp,
@@ -20,7 +19,7 @@ from dialects.graph.reduce import (
     ReduceSumOp,
     SoftmaxOp,
 )
-from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
+from dialects.graph.structure import FlattenOp, ReshapeOp, TransposeOp
 from teeny_ir.kernels.lowering import no_kernel
 
 no_kernel(
@@ -41,17 +40,11 @@ no_kernel(
     ConstantOp,
     LinearOp,
     MatmulOp,
-    MaxPool2dOp,
-    AvgPool2dOp,
-    GlobalAvgPool2dOp,
-    UpsampleNearest2dOp,
     SoftmaxOp,
     LogSoftmaxOp,
     CrossEntropyOp,
     ReduceSumOp,
     ReduceMeanOp,
-    ConcatOp,
-    SplitOp,
     ReshapeOp,
     FlattenOp,
     TransposeOp,
