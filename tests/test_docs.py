@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+OUTSIDE = "/".join(("..", "shared"))
+"""A path outside the repository (spelled in parts so this file does not contain it)."""
 DOCS = ROOT / "docs"
 REGENERATE = ".venv/bin/python docs/generate.py"
 
@@ -77,6 +79,6 @@ def test_no_references_outside_the_repository() -> None:
         str(p.relative_to(ROOT))
         for p in files
         if "__pycache__" not in p.parts
-        and "../shared" in p.read_text(encoding="utf-8", errors="replace")
+        and OUTSIDE in p.read_text(encoding="utf-8", errors="replace")
     ]
-    assert not offending, f"these files mention '../shared': {', '.join(offending)}"
+    assert not offending, f"these files mention '{OUTSIDE}': {', '.join(offending)}"

@@ -86,24 +86,26 @@ class PipelineRun:
 
 
 class PassInstrumentation:
-    """Base class: override the hooks you need (see the module docstring)."""
+    """Base class: override the hooks you need (see the module docstring). Each
+    default does nothing, as MLIR's ``PassInstrumentation`` hooks do."""
 
     def run_before_pipeline(self, run: PipelineRun) -> None:
-        pass
+        """Called before a (nested) pipeline starts on ``run.op``."""
 
     def run_after_pipeline(self, run: PipelineRun) -> None:
-        pass
+        """Called after a (nested) pipeline finished on ``run.op``."""
 
     def run_before_pass(self, run: PassRun) -> None:
-        pass
+        """Called before each pass runs (in registration order)."""
 
     def run_after_pass(self, run: PassRun) -> None:
-        pass
+        """Called after a pass succeeded (in reverse registration order); raising
+        turns the run into a failure."""
 
     def run_after_pass_failed(
         self, run: PassRun, error: DiagnosticError | PassInternalError
     ) -> None:
-        pass
+        """Called after a pass failed, with the error the driver will report."""
 
 
 # --- timing --------------------------------------------------------------------------------
