@@ -32,7 +32,9 @@ Usage: python examples/yolov8n/make_yolov8n.py
 
 from __future__ import annotations
 
+import argparse
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -196,17 +198,32 @@ def make_weights(module: ModuleOp, seed: int = SEED) -> dict[str, np.ndarray]:
     return weights
 
 
-def make_files() -> tuple[str, bytes]:
-    """The text of ``yolov8n.mlir`` and the bytes of ``yolov8n.safetensors``."""
-    module = make_module()
+def make_files(image_size: int = IMAGE_SIZE) -> tuple[str, bytes]:
+    """The text of ``yolov8n.mlir`` and the bytes of ``yolov8n.safetensors``
+    (the weights do not depend on the image size)."""
+    module = make_module(image_size)
     return HEADER + print_module(module), save(make_weights(module))
 
 
-def main() -> None:
-    text, weights = make_files()
-    (HERE / "yolov8n.mlir").write_text(text)
-    (HERE / "yolov8n.safetensors").write_bytes(weights)
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Write YOLOv8n as graph IR and its weights.")
+    parser.add_argument(
+        "--size", type=int, default=IMAGE_SIZE, help="input height and width (a multiple of 32)"
+    )
+    parser.add_argument(
+        "--out", type=Path, default=HERE, help="directory to write (default: this folder)"
+    )
+    args = parser.parse_args(argv)
+    if args.size < 32 or args.size % 32:
+        parser.error(f"--size must be a positive multiple of 32 (the model downsamples by 32), got {args.size}")
+    if args.out.exists() and not args.out.is_dir():
+        parser.error(f"--out '{args.out}' exists and is not a directory")
+    args.out.mkdir(parents=True, exist_ok=True)
+    text, weights = make_files(args.size)
+    (args.out / "yolov8n.mlir").write_text(text)
+    (args.out / "yolov8n.safetensors").write_bytes(weights)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
