@@ -24,7 +24,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects.builtin import (
     DYNAMIC_INDEX,
@@ -575,8 +575,7 @@ def _first_declarations(block: Block | None) -> dict[str, WeightOp]:
     memo = verification_memo()
     key = ("kernel.weight first declarations", id(block))
     if memo is not None and key in memo:
-        cached: dict[str, WeightOp] = memo[key]  # type: ignore[assignment]
-        return cached
+        return cast(dict[str, WeightOp], memo[key])
     first: dict[str, WeightOp] = {}
     for op in block.ops if block is not None else ():
         if isinstance(op, WeightOp):
@@ -593,8 +592,7 @@ def _weight_table(function: FuncOp | None) -> dict[str, tuple[int, ...]]:
     memo = verification_memo()
     key = ("kernel.weight table", id(function))
     if memo is not None and key in memo:
-        cached: dict[str, tuple[int, ...]] = memo[key]  # type: ignore[assignment]
-        return cached
+        return cast(dict[str, tuple[int, ...]], memo[key])
     table: dict[str, tuple[int, ...]] = {}
     for op in function.walk() if function is not None else ():
         if isinstance(op, WeightOp):
