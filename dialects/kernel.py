@@ -21,6 +21,7 @@ hold several per op.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     DictionaryAttr,
     Float32Type,
+    IntAttr,
     IntegerAttr,
     NoneAttr,
     StringAttr,
@@ -45,7 +47,9 @@ from xdsl.irdl import (
     IRDLOperation,
     irdl_attr_definition,
     irdl_op_definition,
+    operand_def,
     prop_def,
+    result_def,
     traits_def,
     var_operand_def,
     var_result_def,
@@ -79,16 +83,74 @@ def _print_name(printer: Printer, name: str) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _is_batch_tensor(type_: Attribute, *, static: bool) -> bool:
-    """An f32 tensor without encoding, sizes >= 1, ``?`` only at dimension 0 (and
-    nowhere if ``static``)."""
+def _is_batch_tensor(type_: Attribute, *, static: bool, strided: bool = False) -> bool:
+    """An f32 tensor, sizes >= 1, ``?`` only at dimension 0 (and nowhere if
+    ``static``), without encoding - or, with ``strided``, possibly a
+    `BatchStrideAttr` one whose stride covers an image."""
     if not isinstance(type_, TensorType) or not isinstance(type_.element_type, Float32Type):
         return False
     if type_.encoding != NoneAttr():
-        return False
+        if not strided or not isinstance(type_.encoding, BatchStrideAttr):
+            return False
+        shape = type_.get_shape()
+        if len(shape) < 2 or type_.encoding.stride < math.prod(shape[1:]):
+            return False
     shape = type_.get_shape()
     dynamic_ok = () if static else (0,)
     return all(d >= 1 or (d == DYNAMIC_INDEX and i in dynamic_ok) for i, d in enumerate(shape))
+
+
+@irdl_attr_definition
+class BatchStrideAttr(ParametrizedAttribute):
+    """The layout of a batch-strided tensor, as its type's encoding::
+
+        tensor<?x16x8x8xf32, #kernel.batch_stride<3072>>
+
+    Each image (``shape[1:]``) is contiguous, and consecutive images are
+    ``stride`` elements apart: a view of channels of a larger NCHW buffer (a
+    ``kernel.slice`` of it, or an operand that a ``kernel.concat`` places in its
+    buffer). A type without encoding is contiguous."""
+
+    name = "kernel.batch_stride"
+
+    stride_attr: IntAttr
+
+    @classmethod
+    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
+        with parser.in_angle_brackets():
+            start = parser.pos
+            value = parser.parse_integer(allow_boolean=False, allow_negative=False)
+            if value < 1 or value > 2**31 - 1:
+                parser.raise_error("a batch stride must be in 1..2**31-1", start, parser.pos)
+        return [IntAttr(value)]
+
+    def print_parameters(self, printer: Printer) -> None:
+        printer.print_string(f"<{self.stride}>")
+
+    @property
+    def stride(self) -> int:
+        return self.stride_attr.data
+
+
+def batch_stride(type_: TensorType) -> int:
+    """Elements between consecutive images of a tensor of ``type_``."""
+    if isinstance(type_.encoding, BatchStrideAttr):
+        return type_.encoding.stride
+    return math.prod(type_.get_shape()[1:])
+
+
+def is_strided(type_: Attribute) -> bool:
+    """Whether ``type_`` is a batch-strided view (not contiguous)."""
+    return isinstance(type_, TensorType) and isinstance(type_.encoding, BatchStrideAttr)
+
+
+def with_batch_stride(type_: TensorType, stride: int | None) -> TensorType:
+    """``type_`` with the given batch stride; contiguous (no encoding) when
+    ``stride`` is None or equals the image size."""
+    shape = type_.get_shape()
+    if stride is None or stride == math.prod(shape[1:]):
+        return TensorType(type_.element_type, shape)
+    return TensorType(type_.element_type, shape, BatchStrideAttr(IntAttr(stride)))
 
 
 def symbolic_shape(type_: TensorType) -> list[int | str]:
@@ -361,10 +423,11 @@ class LaunchOp(IRDLOperation):
             raise VerifyException(str(err)) from None
         for what, values in (("operand", self.inputs), ("result", self.outputs)):
             for index, value in enumerate(values):
-                if not _is_batch_tensor(value.type, static=False):
+                if not _is_batch_tensor(value.type, static=False, strided=True):
                     raise VerifyException(
                         f"{what} #{index} must be an f32 tensor with sizes >= 1 whose only "
-                        f"dynamic dimension is the batch (0), got {value.type}"
+                        "dynamic dimension is the batch (0), contiguous or with a "
+                        f"#kernel.batch_stride covering an image, got {value.type}"
                     )
         constexprs = _constexpr_values(family, self.constexprs_attr.data)
         slots = _check_slots(self.params_attr.data)
@@ -384,6 +447,12 @@ class LaunchOp(IRDLOperation):
                 assert isinstance(value.type, TensorType)  # checked by check_plan
                 tensors.append((f"{prefix}{index}", tuple(symbolic_shape(value.type))))
         tensors += [(f"param.{s.name}", s.shape) for s in self.param_slots]
+        strides = tuple(
+            (f"{prefix}{index}", batch_stride(value.type))
+            for prefix, group in (("in", self.inputs), ("out", self.outputs))
+            for index, value in enumerate(group)
+            if isinstance(value.type, TensorType) and is_strided(value.type)
+        )
         return LaunchContract(
             self.family,
             tuple(sorted(values.items())),
@@ -392,6 +461,7 @@ class LaunchOp(IRDLOperation):
             tuple(g.data for g in self.grid_attr),
             self.num_warps,
             self.num_stages,
+            strides,
         )
 
     def check_weight_table(self) -> None:
@@ -470,6 +540,194 @@ class LaunchOp(IRDLOperation):
         printer.print_list(self.grid_attr, lambda g: printer.print_string_literal(g.data))
         printer.print_string(f"] warps {self.num_warps} stages {self.num_stages}")
         printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" : ")
+        printer.print_function_type(self.operand_types, self.result_types)
+
+
+def _image_layout(type_: Attribute, what: str) -> TensorType:
+    if (
+        not _is_batch_tensor(type_, static=False, strided=True)
+        or len(cast(TensorType, type_).get_shape()) < 2
+    ):
+        raise VerifyException(
+            f"{what} must be an f32 tensor of rank >= 2 whose only dynamic dimension is "
+            f"the batch, contiguous or with a #kernel.batch_stride, got {type_}"
+        )
+    return cast(TensorType, type_)
+
+
+@irdl_op_definition
+class SliceOp(IRDLOperation):
+    """A view of channels ``[start, start + C)`` of ``source`` (dimension 1),
+    where C is the result's channel count: no launch, no copy. The result has
+    the source's batch stride (images stay where they are)::
+
+        %b = kernel.slice %x start 16
+            : tensor<?x32x8x8xf32> -> tensor<?x16x8x8xf32, #kernel.batch_stride<2048>>
+
+    The view starts ``start * prod(shape[2:])`` elements into the source's
+    images. lower-graph-to-kernel makes one for each part of a channel
+    ``graph.split`` whose users all take batch-strided operands."""
+
+    name = "kernel.slice"
+
+    source = operand_def(TensorType)
+    result = result_def(TensorType)
+    start_attr = prop_def(IntegerAttr[I64], prop_name="start")
+
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue | Operation, start: int, result_type: TensorType):
+        super().__init__(
+            operands=[source], result_types=[result_type], properties={"start": _i64(start)}
+        )
+
+    @property
+    def start(self) -> int:
+        return self.start_attr.value.data
+
+    @property
+    def offset(self) -> int:
+        """Elements from the source's image start to the view's."""
+        return self.start * math.prod(cast(TensorType, self.result.type).get_shape()[2:])
+
+    def verify_(self) -> None:
+        source = _image_layout(self.source.type, "the source")
+        result = _image_layout(self.result.type, "the result")
+        src, res = source.get_shape(), result.get_shape()
+        if len(src) != len(res) or src[0] != res[0] or src[2:] != res[2:]:
+            raise VerifyException(
+                f"a slice keeps every dimension but 1: {source} cannot give {result}"
+            )
+        if not 0 <= self.start <= src[1] - res[1]:
+            raise VerifyException(
+                f"channels [{self.start}, {self.start + res[1]}) are not inside the "
+                f"source's {src[1]}"
+            )
+        if batch_stride(result) != batch_stride(source):
+            raise VerifyException(
+                f"the result's batch stride {batch_stride(result)} must be the source's "
+                f"{batch_stride(source)} (a slice does not move images)"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> SliceOp:
+        source = parser.parse_unresolved_operand()
+        parser.parse_keyword("start")
+        start = _parse_start(parser)
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        source_type = parse_tensor_type(parser)
+        parser.parse_punctuation("->")
+        result_type = parse_tensor_type(parser)
+        (value,) = parser.resolve_operands([source], [source_type], pos)
+        return cls(value, start, result_type)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(f" start {self.start} : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+def _parse_start(parser: Parser) -> int:
+    start = parser.pos
+    value = parser.parse_integer(allow_boolean=False, allow_negative=False)
+    if value >= 2**31:
+        parser.raise_error(f"start {value} does not fit in i32", start, parser.pos)
+    return value
+
+
+@irdl_op_definition
+class ConcatOp(IRDLOperation):
+    """The concatenation of its operands along dimension 1, which their
+    producers have already written in place: operand k lives at channels
+    ``[sum(C_j for j < k), ... + C_k)`` of the result's buffer, so each has the
+    result's batch stride. No launch, no copy::
+
+        %c = kernel.concat %a, %b : (tensor<?x16x8x8xf32, #kernel.batch_stride<2048>>,
+            tensor<?x16x8x8xf32, #kernel.batch_stride<2048>>) -> tensor<?x32x8x8xf32>
+
+    Each operand is the result of a ``kernel.launch`` (its writer) and is an
+    operand of no other ``kernel.concat``: a value has one place. Not pure: it
+    names the buffer its producers write into, so it is never erased as dead
+    while they are kept."""
+
+    name = "kernel.concat"
+
+    inputs = var_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(self, inputs: Sequence[SSAValue | Operation], result_type: TensorType):
+        super().__init__(operands=[inputs], result_types=[result_type])
+
+    def offsets(self) -> list[int]:
+        """Each operand's element offset in the result's images."""
+        shape = cast(TensorType, self.result.type).get_shape()
+        plane = math.prod(shape[2:])
+        offsets, channel = [], 0
+        for value in self.inputs:
+            offsets.append(channel * plane)
+            channel += cast(TensorType, value.type).get_shape()[1]
+        return offsets
+
+    def verify_(self) -> None:
+        result = _image_layout(self.result.type, "the result")
+        shape = result.get_shape()
+        if not self.inputs:
+            raise VerifyException("expected at least one operand")
+        channels = 0
+        for index, value in enumerate(self.inputs):
+            operand = _image_layout(value.type, f"operand #{index}")
+            part = operand.get_shape()
+            if len(part) != len(shape) or part[0] != shape[0] or part[2:] != shape[2:]:
+                raise VerifyException(
+                    f"operand #{index} {operand} does not match the result {result} on "
+                    "every dimension but 1"
+                )
+            if batch_stride(operand) != batch_stride(result):
+                raise VerifyException(
+                    f"operand #{index} has batch stride {batch_stride(operand)}, but it lives "
+                    f"in the result's buffer, whose batch stride is {batch_stride(result)}"
+                )
+            if not isinstance(value.owner, LaunchOp):
+                raise VerifyException(
+                    f"operand #{index} must be the result of a kernel.launch (the launch "
+                    "writes it in place)"
+                )
+            places = sum(1 for use in value.uses if isinstance(use.operation, ConcatOp))
+            if places != 1:
+                raise VerifyException(
+                    f"operand #{index} is an operand of {places} kernel.concat places; a "
+                    "value lives in one place"
+                )
+            channels += part[1]
+        if channels != shape[1]:
+            raise VerifyException(
+                f"the operands have {channels} channels in all, the result {shape[1]}"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ConcatOp:
+        operands = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand, " (the parts)"
+        )
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        signature = parser.parse_function_type()
+        if len(signature.outputs.data) != 1:
+            parser.raise_error("kernel.concat has one result", pos, parser.pos)
+        values = parser.resolve_operands(operands, signature.inputs.data, pos)
+        result = signature.outputs.data[0]
+        if not isinstance(result, TensorType):
+            parser.raise_error(f"expected a tensor result, got {result}", pos, parser.pos)
+        return cls(values, result)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.inputs, printer.print_operand)
         printer.print_string(" : ")
         printer.print_function_type(self.operand_types, self.result_types)
 
@@ -673,4 +931,8 @@ def _check_bindings(
             )
 
 
-Kernel = Dialect("kernel", [WeightOp, LaunchOp], [ParamSlotAttr, ArgBindingAttr])
+Kernel = Dialect(
+    "kernel",
+    [WeightOp, LaunchOp, SliceOp, ConcatOp],
+    [ParamSlotAttr, ArgBindingAttr, BatchStrideAttr],
+)

@@ -41,7 +41,15 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
-from dialects.kernel import LaunchOp, WeightOp, symbolic_shape
+from dialects.kernel import (
+    ConcatOp,
+    LaunchOp,
+    SliceOp,
+    WeightOp,
+    batch_stride,
+    is_strided,
+    symbolic_shape,
+)
 from teeny_ir.backend.plan import (
     FORMAT,
     SCHEMA,
@@ -51,13 +59,15 @@ from teeny_ir.backend.plan import (
     LaunchSpec,
     ParamSpec,
     Plan,
+    SourceSpec,
     TensorSpec,
+    ViewSpec,
     WeightSpec,
     load_plan,
     sha256_of,
     write_plan,
 )
-from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of, provenance
 from teeny_ir.core.expressions import ExpressionError, format_expr, parse
 from teeny_ir.kernels.contract import POINTER_KINDS, KernelFamily
 from teeny_ir.kernels.families import FAMILIES
@@ -90,6 +100,7 @@ class _Collected:
     weights: list[WeightSpec] = field(default_factory=list[WeightSpec])
     params: list[ParamSpec] = field(default_factory=list[ParamSpec])
     buffers: list[TensorSpec] = field(default_factory=list[TensorSpec])
+    views: list[ViewSpec] = field(default_factory=list[ViewSpec])
     variants: dict[tuple[str, tuple[tuple[str, int | str], ...]], _Variant] = field(
         default_factory=dict[tuple[str, tuple[tuple[str, int | str], ...]], _Variant]
     )
@@ -102,26 +113,102 @@ class _Collected:
     returned: Operation | None = None
 
 
+_ALLOWED = (WeightOp, LaunchOp, SliceOp, ConcatOp, ReturnOp)
+
+
+class _Names:
+    """Plan names of the function's values: ``in<N>`` inputs, ``t<N>`` buffers,
+    ``v<N>`` views, numbered in first-use order. A value that a
+    ``kernel.concat`` places is a view of the concat's buffer, a slice a view
+    of its source's buffer."""
+
+    def __init__(self, forward: FuncOp, plan: _Collected) -> None:
+        self.plan = plan
+        self.names: dict[SSAValue, str] = {}
+        self.places: dict[SSAValue, tuple[ConcatOp, int]] = {}
+        for op in forward.body.block.ops:
+            if isinstance(op, ConcatOp):
+                for value, offset in zip(op.inputs, op.offsets(), strict=True):
+                    if value in self.places:
+                        raise _error("a value is an operand of two kernel.concat places", op)
+                    self.places[value] = (op, offset)
+
+    def __getitem__(self, value: SSAValue) -> str:
+        return self.names[value]
+
+    def input(self, value: SSAValue, index: int) -> None:
+        self.names[value] = f"in{index}"
+
+    def home(self, value: SSAValue, where: Operation) -> tuple[str, int]:
+        """(buffer, element offset in its images) where ``value`` lives."""
+        if value in self.places:
+            concat, offset = self.places[value]
+            base, base_offset = self.home(concat.result, concat)
+            return base, base_offset + offset
+        if isinstance(value.owner, SliceOp):
+            base, offset = self.home(value.owner.source, value.owner)
+            return base, offset + value.owner.offset
+        if is_strided(value.type):
+            raise _error(
+                "a batch-strided value must be a kernel.slice or an operand of a kernel.concat "
+                "(which names the buffer it is written into)",
+                where,
+            )
+        if value not in self.names:
+            self.names[value] = f"t{len(self.plan.buffers)}"
+            self.plan.origins["buffers", len(self.plan.buffers)] = where
+            self.plan.buffers.append(TensorSpec(self.names[value], _shape(value, where)))
+        return self.names[value], 0
+
+    def define(self, value: SSAValue, where: Operation) -> str:
+        """Name a result: a buffer of its own, or a view of the buffer it lives in."""
+        if value in self.names:
+            return self.names[value]
+        base, offset = self.home(value, where)
+        if base == self.names.get(value):
+            return base
+        assert isinstance(value.type, TensorType)
+        name = f"v{len(self.plan.views)}"
+        self.names[value] = name
+        self.plan.origins["views", len(self.plan.views)] = where
+        self.plan.views.append(
+            ViewSpec(
+                name,
+                _shape(value, where),
+                base,
+                offset,
+                batch_stride(value.type),
+                _sources(value.owner if isinstance(value.owner, SliceOp) else where),
+            )
+        )
+        return name
+
+
+def _sources(op: Operation) -> tuple[SourceSpec, ...]:
+    return tuple(SourceSpec(name, loc) for name, loc in provenance(op, op.name))
+
+
 def _collect(forward: FuncOp) -> _Collected:
     """Read @forward into plan pieces (raises DiagnosticError, one per foreign op)."""
     plan = _Collected()
-    names: dict[SSAValue, str] = {}
-    for index, argument in enumerate(forward.body.block.args):
-        names[argument] = f"in{index}"
-        plan.inputs.append(TensorSpec(names[argument], _shape(argument, forward)))
-        plan.origins["inputs", index] = forward
     errors = [
         Diagnostic(
             Severity.ERROR,
-            "emit-triton expects only kernel.weight, kernel.launch and func.return in "
-            f"@forward, found '{op.name}' (run lower-graph-to-kernel first)",
+            "emit-triton expects only kernel.weight, kernel.launch, kernel.slice, "
+            f"kernel.concat and func.return in @forward, found '{op.name}' (run "
+            "lower-graph-to-kernel first)",
             loc_of(op),
         )
         for op in forward.body.block.ops
-        if not isinstance(op, WeightOp | LaunchOp | ReturnOp)
+        if not isinstance(op, _ALLOWED)
     ]
     if errors:
         raise DiagnosticError(errors)
+    names = _Names(forward, plan)
+    for index, argument in enumerate(forward.body.block.args):
+        names.input(argument, index)
+        plan.inputs.append(TensorSpec(f"in{index}", _shape(argument, forward)))
+        plan.origins["inputs", index] = forward
     for op in forward.body.block.ops:
         if isinstance(op, WeightOp):
             plan.origins["weights", len(plan.weights)] = op
@@ -129,7 +216,12 @@ def _collect(forward: FuncOp) -> _Collected:
         elif isinstance(op, LaunchOp):
             plan.origins["launches", len(plan.launches)] = op
             plan.launches.append(_launch(op, plan, names))
+        elif isinstance(op, SliceOp | ConcatOp):
+            names.define(op.results[0], op)
         elif isinstance(op, ReturnOp):
+            for value in op.arguments:
+                if is_strided(value.type) or value in names.places or value not in names.names:
+                    raise _error("a function result must be an input or a buffer of its own", op)
             plan.outputs = [names[value] for value in op.arguments]
             plan.returned = op
     return plan
@@ -153,7 +245,7 @@ def _shape(value: SSAValue, where: Operation) -> tuple[int | str, ...]:
     return tuple(symbolic_shape(type_))
 
 
-def _launch(op: LaunchOp, plan: _Collected, names: dict[SSAValue, str]) -> LaunchSpec:
+def _launch(op: LaunchOp, plan: _Collected, names: _Names) -> LaunchSpec:
     family = FAMILIES.get(op.family)
     if family is None:
         raise _error(f"unknown kernel family '{op.family}'", op)
@@ -171,9 +263,7 @@ def _launch(op: LaunchOp, plan: _Collected, names: dict[SSAValue, str]) -> Launc
         plan.origins["params", len(plan.params)] = op
         plan.params.append(ParamSpec(slots[slot.name], slot.shape, slot.derivation))
     for result in op.results:
-        names[result] = f"t{len(plan.buffers)}"
-        plan.origins["buffers", len(plan.buffers)] = op
-        plan.buffers.append(TensorSpec(names[result], _shape(result, op)))
+        names.define(result, op)
     args: list[Arg] = []
     for abi, (_, binding) in zip(family.args, op.arg_bindings, strict=True):
         if abi.kind not in POINTER_KINDS:
@@ -187,7 +277,12 @@ def _launch(op: LaunchOp, plan: _Collected, names: dict[SSAValue, str]) -> Launc
         args.append(Arg(tensor=slots[slot_name] if slot_name else names[values[int(index)]]))
     grid = tuple(_expression(axis, op) for axis in op.grid)
     return LaunchSpec(
-        variant.name, (grid[0], grid[1], grid[2]), op.num_warps, op.num_stages, tuple(args)
+        variant.name,
+        (grid[0], grid[1], grid[2]),
+        op.num_warps,
+        op.num_stages,
+        tuple(args),
+        _sources(op),
     )
 
 
@@ -215,6 +310,7 @@ def _draft(forward: FuncOp, plan: _Collected) -> Plan:
         kernels,
         tuple(plan.launches),
         tuple(plan.outputs),
+        tuple(plan.views),
     )
 
 

@@ -1,12 +1,17 @@
 """fuse-conv-bn-act: fold a convolution's epilogue chain into one graph.fused_conv2d.
 
-The chain is ``conv2d -> [bias_add] -> [batch_norm] -> [activation]``
+The chain is ``conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add]``
 (in this order, each part optional), every intermediate result used once. The
 epilogue becomes two per-channel derivations (`teeny_ir.core.derivations`), so the
 BN fold is never computed here: ``scale = bn_scale``, ``shift = bn_shift`` with
 the bias folded in; a bias alone gives ``fill(1.0)`` / ``identity(bias)``; an
-activation alone ``fill(1.0)`` / ``fill(0.0)``. A fusion that is blocked leaves
-the IR as it is and says why in a remark at the op that was not fused.
+activation alone ``fill(1.0)`` / ``fill(0.0)``. A final ``graph.add`` of the
+chain's value and a *residual* becomes the fused op's ``residual`` operand
+(added after the activation, as in YOLOv8's bottleneck ``x + SiLU(BN(conv))``)
+when the residual has the chain's type (no broadcasting) and is computed before
+the convolution (a block argument or an earlier op's result), so the fused op
+can take the add's place. A fusion that is blocked leaves the IR as it is and
+says why in a remark at the op that was not fused.
 """
 
 from __future__ import annotations
@@ -20,12 +25,13 @@ from xdsl.dialects.builtin import (
     ArrayAttr,
     FusedLoc,
     LocationAttr,
+    NameLoc,
     NoneAttr,
     StringAttr,
     TensorType,
     UnknownLoc,
 )
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -37,7 +43,7 @@ from xdsl.pattern_rewriter import (
 
 from dialects.derive import DerivationAttr
 from dialects.graph.conv import Conv2dOp, FusedConv2dOp
-from dialects.graph.elementwise import BiasAddOp
+from dialects.graph.elementwise import AddOp, BiasAddOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core import pointwise
@@ -66,17 +72,48 @@ def _weight_name(value: SSAValue) -> str:
 
 
 def fused_location(ops: Sequence[Operation]) -> LocationAttr:
-    """The location of an op made from ``ops``, built as MLIR's ``FusedLoc::get``
-    does: unknown locations dropped, duplicates merged, a single one kept as is."""
+    """The location of an op made from ``ops``: each source named by its op,
+    ``loc(fused["graph.conv2d"("m.mlir":3:8), "graph.silu"("m.mlir":4:8)])``
+    (the provenance a plan's launch lists), built as MLIR's ``FusedLoc::get``
+    does: unknown locations dropped, duplicates merged, a single one kept as is.
+    A source that already has a name or fused location keeps its entries."""
     locations: list[LocationAttr] = []
     for op in ops:
-        if not isinstance(op.location, UnknownLoc) and op.location not in locations:
-            locations.append(op.location)
+        location = op.location
+        if isinstance(location, UnknownLoc):
+            continue
+        if isinstance(location, FusedLoc) and isinstance(location.locations, ArrayAttr):
+            entries = [entry for entry in location.locations if isinstance(entry, LocationAttr)]
+        elif isinstance(location, NameLoc):
+            entries = [location]
+        else:
+            entries = [NameLoc(StringAttr(op.name), location)]
+        locations += [entry for entry in entries if entry not in locations]
     if not locations:
         return UnknownLoc()
     if len(locations) == 1:
         return locations[0]
     return FusedLoc(ArrayAttr(locations), NoneAttr())
+
+
+def computed_before(value: SSAValue, op: Operation) -> bool:
+    """Whether ``value`` is available where ``op`` is: an argument of ``op``'s block
+    (or of an enclosing one), or the result of an op that comes before ``op`` (or
+    before the op enclosing it) in its block."""
+    if isinstance(value, BlockArgument):
+        return value.block.is_ancestor(op)
+    owner = value.owner
+    assert isinstance(owner, Operation)
+    block = owner.parent_block()
+    if block is None:
+        return False
+    ancestor = block.find_ancestor_op_in_block(op)
+    return ancestor is not None and owner.is_before_in_block(ancestor)
+
+
+def _other_operand(add: AddOp, value: SSAValue) -> SSAValue:
+    """The operand of ``add`` that is not ``value`` (``value`` is one of them)."""
+    return add.rhs if add.lhs is value else add.lhs
 
 
 @dataclass
@@ -87,16 +124,29 @@ class _Chain:
     bias_add: BiasAddOp | None = None
     batch_norm: BatchNormOp | None = None
     activation: Operation | None = None
+    residual_add: AddOp | None = None
+    """The final ``graph.add``, whose other operand is `residual`."""
+    residual: SSAValue | None = None
+    """The value the fused op adds after its activation (the fused op's operand)."""
 
     @property
     def ops(self) -> list[Operation]:
-        parts = (self.conv, self.bias_add, self.batch_norm, self.activation)
+        parts = (self.conv, self.bias_add, self.batch_norm, self.activation, self.residual_add)
         return [op for op in parts if op is not None]
+
+    @property
+    def value(self) -> SSAValue:
+        """The chain's value: the result of its last op."""
+        return self.ops[-1].results[0]
 
     def accepts(self, op: Operation) -> bool:
         """Whether ``op`` may come next: its kind (the order is fixed), applied to
-        the chain's value."""
-        if not op.operands or op.operands[0] is not self.ops[-1].results[0]:
+        the chain's value (a ``graph.add`` on either side)."""
+        if self.residual_add is not None:
+            return False  # the add ends the chain
+        if isinstance(op, AddOp):
+            return self.value in (op.lhs, op.rhs)
+        if not op.operands or op.operands[0] is not self.value:
             return False
         if isinstance(op, BiasAddOp):
             return self.bias_add is None and self.batch_norm is None and self.activation is None
@@ -140,6 +190,24 @@ class FuseConvChain(RewritePattern):
             for role in ("gamma", "beta", "running_mean", "running_var"):
                 if _param(getattr(op, role)) is None:
                     return f"batch-norm operand '{role}' is not a graph.param"
+        if isinstance(op, AddOp):
+            return self._residual_blocker(chain, op)
+        return None
+
+    def _residual_blocker(self, chain: _Chain, add: AddOp) -> str | None:
+        """Why the other operand of ``add`` cannot be the fused op's residual, or None."""
+        if self.mode == "training":
+            # The backward of the fused activation would read its output, which
+            # the fused op no longer has on its own (y - residual).
+            return "mode=training never folds a residual graph.add"
+        residual = _other_operand(add, chain.value)
+        if residual.type != chain.value.type or add.result.type != chain.value.type:
+            return (
+                f"the residual of graph.add has type {residual.type}, not the "
+                f"{chain.ops[-1].name} result's type {chain.value.type} (no broadcasting)"
+            )
+        if not computed_before(residual, chain.conv):
+            return "the residual operand of graph.add is computed after the convolution"
         return None
 
     def _grow(self, chain: _Chain) -> None:
@@ -162,6 +230,9 @@ class FuseConvChain(RewritePattern):
                 chain.bias_add = user
             elif isinstance(user, BatchNormOp):
                 chain.batch_norm = user
+            elif isinstance(user, AddOp):
+                chain.residual = _other_operand(user, chain.value)
+                chain.residual_add = user
             else:
                 chain.activation = user
 
@@ -213,8 +284,9 @@ class FuseConvChain(RewritePattern):
         }
         if chain.activation is not None:
             properties["activation"] = StringAttr(str(epilogue_activation(chain.activation)))
+        residual = [] if chain.residual is None else [chain.residual]
         fused = FusedConv2dOp.create(
-            operands=[conv.input, conv.weight],
+            operands=[conv.input, conv.weight, *residual],
             result_types=[conv.result.type],
             properties=properties,
             attributes=dict(conv.attributes),
@@ -230,20 +302,28 @@ def fuse_conv_bn_act_patterns(mode: Mode, engine: DiagnosticEngine) -> list[Rewr
 
 @dataclass(frozen=True)
 class FuseConvBnActPass(ModulePass):
-    """Fuse conv2d -> [bias_add] -> [batch_norm] -> [activation] into graph.fused_conv2d.
+    """Fuse conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add] into
+    graph.fused_conv2d.
 
     Expects graph ops (best after split-bias; a conv2d that still has its bias
     operand is folded the same way). Each chain of single-use ops becomes one
     ``graph.fused_conv2d`` whose ``scale``/``shift`` derivations name the
     weights of the ``graph.param`` ops they came from, located at the fusion
-    of its sources' locations; graph.param ops left without users are removed.
-    A convolution with nothing after it to absorb is left alone.
+    of its sources' locations, each named by its op
+    (``loc(fused["graph.conv2d"("m.mlir":3:8), "graph.silu"("m.mlir":4:8)])``,
+    the provenance a plan lists), and placed where the chain's last op was;
+    graph.param ops left without users are removed. A final ``graph.add``
+    (either operand order) whose other operand has the chain's type and is
+    computed before the convolution becomes the fused op's ``residual``. A
+    convolution with nothing after it to absorb is left alone.
 
-    ``mode=inference`` (default) folds inference-form batch norms.
-    ``mode=training`` never folds batch-norm statistics: it fuses only
+    ``mode=inference`` (default) folds inference-form batch norms and residual
+    adds. ``mode=training`` never folds batch-norm statistics or residual adds
+    (so a backward sees each activation's own result): it fuses only
     conv[+bias]+activation. Refuses nothing: a blocked fusion (a value with
     several users, a training-form batch norm, an operand that is not a
-    graph.param) is skipped with a remark ``not fused: <reason>``.
+    graph.param, a broadcasting add or one whose residual is computed after
+    the convolution) is skipped with a remark ``not fused: <reason>``.
     """
 
     name = "fuse-conv-bn-act"

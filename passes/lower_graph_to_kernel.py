@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp, TensorType, f32
+from xdsl.dialects.builtin import (
+    FusedLoc,
+    LocationAttr,
+    ModuleOp,
+    NameLoc,
+    StringAttr,
+    TensorType,
+    UnknownLoc,
+    f32,
+)
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
@@ -27,6 +36,7 @@ from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, WeightOp
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.kernels.lowering import Unlowerable, lowering_for, tensor_type
+from teeny_ir.kernels.views import form_views
 
 
 def _lower_op(op: Operation) -> LaunchOp:
@@ -52,6 +62,9 @@ class _Plan:
         for _, launch in self.launches:
             launch.erase(safe_erase=False)  # drops its uses of the graph values
 
+    def origins(self) -> dict[LaunchOp, Operation]:
+        return {launch: old for old, launch in self.launches}
+
     def apply(self, entry: Block) -> None:
         first = entry.first_op
         for weight in self.weights:
@@ -72,6 +85,23 @@ class _Plan:
 
 def _error(op: Operation, reason: str) -> Diagnostic:
     return Diagnostic(Severity.ERROR, f"cannot lower '{op.name}' to a kernel: {reason}", loc_of(op))
+
+
+def summary(errors: list[Diagnostic]) -> Diagnostic | None:
+    """One unlocated line counting the refusals per (op, reason), most frequent
+    first, when more than one op was refused: a model with 39 convolutions of
+    an unsupported kind reads as 39 located errors and one count."""
+    if len(errors) < 2:
+        return None
+    counts: dict[str, int] = {}
+    for error in errors:
+        what = error.message.removeprefix("cannot lower ").replace(" to a kernel: ", ": ", 1)
+        counts[what] = counts.get(what, 0) + 1
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    parts = "; ".join(f"{count} x {what}" for what, count in ranked)
+    return Diagnostic(
+        Severity.ERROR, f"lower-graph-to-kernel refused {len(errors)} ops: {parts}", None
+    )
 
 
 def _weight_declarations(
@@ -108,7 +138,7 @@ def plan_function(function: FuncOp) -> _Plan:
             plan.errors.append(_error(op, str(why)))
             refused.add(op)
             continue
-        launch.location = op.location
+        launch.location = named_location(op)
         plan.launches.append((op, launch))
         try:
             launch.check_plan()
@@ -119,6 +149,16 @@ def plan_function(function: FuncOp) -> _Plan:
     for param in plan.params:
         plan.errors.extend(_misuses(param, own))
     return plan
+
+
+def named_location(op: Operation) -> LocationAttr:
+    """The location a launch keeps for provenance: a fused location as it is
+    (each source named by the pass that fused it), any other wrapped in a name
+    location naming ``op`` - ``loc("graph.max_pool2d"("m.mlir":7:10))``."""
+    location = op.location
+    if isinstance(location, FusedLoc | NameLoc | UnknownLoc):
+        return location
+    return NameLoc(StringAttr(op.name), location)
 
 
 def _epilogue_weights(op: Operation) -> dict[str, tuple[TensorType, Operation]]:
@@ -192,12 +232,20 @@ class LowerGraphToKernelPass(ModulePass):
     name = "lower-graph-to-kernel"
     anchors: ClassVar[tuple[str, ...]] = ("builtin.module",)
 
+    views: bool = True
+    """Make channel splits and concats views where safe (`teeny_ir.kernels.views`);
+    false keeps every copy launch."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         plans = [(f, plan_function(f)) for f in op.walk() if isinstance(f, FuncOp)]
         errors = [e for _, plan in plans for e in plan.errors]
         if errors:
             for _, plan in plans:
                 plan.discard()
-            raise DiagnosticError(errors)
+            total = summary(errors)
+            raise DiagnosticError([*errors, *([total] if total else [])])
         for function, plan in plans:
+            origins = plan.origins()
             plan.apply(function.body.blocks[0])
+            if self.views:
+                form_views(function.body.blocks[0], origins)

@@ -6,13 +6,14 @@ Every convolution leaves the pass as a ``graph.fused_conv2d`` carrying
 it) is first wrapped as a fused convolution with the identity epilogue, so the
 lowering sees one kind of convolution. A ``gemm`` convolution gets the
 conv1x1_gemm family's tiles (`pick_gemm_tile_sizes`), an ``implicit-gemm`` one
-the implicit_gemm_conv family's (`pick_implicit_gemm_tile_sizes`). Only
-``depthwise`` has no kernel family yet: each is an error, and all of them are
-reported.
+the implicit_gemm_conv family's (`pick_implicit_gemm_tile_sizes`), a
+``depthwise`` one the depthwise_conv family's (`pick_depthwise_tile_sizes`), each
+for the pass's tile ``profile`` (``gpu`` or ``interpreter``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -34,10 +35,24 @@ from dialects.graph.param import ParamOp
 from teeny_ir.core.derivations import fill, identity
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.kernels.conv1x1_gemm.tiles import pick_gemm_tile_sizes
-from teeny_ir.kernels.conv_algorithms import classify_conv
+from teeny_ir.kernels.conv_algorithms import (
+    ConvAlgorithm,
+    TileProfile,
+    check_profile,
+    classify_conv,
+    conv_extents,
+)
+from teeny_ir.kernels.depthwise_conv.tiles import pick_depthwise_tile_sizes
 from teeny_ir.kernels.implicit_gemm_conv.tiles import pick_implicit_gemm_tile_sizes
 
-SUPPORTED = "kernels exist for gemm and implicit-gemm convolutions only"
+TilePicker = Callable[[int, int, int, TileProfile], tuple[int, int, int]]
+
+TILE_PICKERS: dict[ConvAlgorithm, TilePicker] = {
+    "gemm": pick_gemm_tile_sizes,
+    "implicit-gemm": pick_implicit_gemm_tile_sizes,
+    "depthwise": pick_depthwise_tile_sizes,
+}
+"""Each algorithm's tile rule (its kernel family's ``tiles`` module)."""
 
 
 def _shape(op: Operation, index: int) -> tuple[int, ...]:
@@ -46,38 +61,30 @@ def _shape(op: Operation, index: int) -> tuple[int, ...]:
     return type_.get_shape()
 
 
-def _algorithm_properties(op: Conv2dOp | FusedConv2dOp) -> dict[str, Attribute] | str:
-    """The ``algorithm`` and ``tiles`` properties for ``op``, or why it has none."""
+def _algorithm_properties(
+    op: Conv2dOp | FusedConv2dOp, profile: TileProfile
+) -> dict[str, Attribute]:
+    """The ``algorithm`` and ``tiles`` properties for ``op``."""
     in_channels = _shape(op, 0)[1]
     weight_shape = _shape(op, 1)
     algorithm = classify_conv(
         in_channels, weight_shape, op.strides, op.padding, op.dilation, op.groups
     )
-    _, out_channels, out_h, out_w = _shape(op, -1)
-    if algorithm == "gemm":
-        tiles = pick_gemm_tile_sizes(out_h * out_w, out_channels, in_channels)
-    elif algorithm == "implicit-gemm":
-        _, group_in, kernel_h, kernel_w = weight_shape
-        tiles = pick_implicit_gemm_tile_sizes(
-            out_h * out_w, out_channels // op.groups, group_in * kernel_h * kernel_w
-        )
-    else:
-        return f"convolution algorithm '{algorithm}' is not supported yet ({SUPPORTED})"
+    m, n, k = conv_extents(algorithm, weight_shape, _shape(op, -1), op.groups)
+    tiles = TILE_PICKERS[algorithm](m, n, k, profile)
     return {"algorithm": StringAttr(algorithm), "tiles": DenseArrayBase.from_list(i64, tiles)}
 
 
 @dataclass
 class MarkFusedConv(RewritePattern):
-    """Set ``algorithm`` and ``tiles`` on a graph.fused_conv2d (or record an error)."""
+    """Set ``algorithm`` and ``tiles`` on a graph.fused_conv2d."""
 
     errors: list[Diagnostic]
+    profile: TileProfile = "gpu"
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: FusedConv2dOp, rewriter: PatternRewriter) -> None:
-        chosen = _algorithm_properties(op)
-        if isinstance(chosen, str):
-            self.errors.append(Diagnostic(Severity.ERROR, chosen, loc_of(op)))
-            return
+        chosen = _algorithm_properties(op, self.profile)
         if all(op.properties.get(key) == value for key, value in chosen.items()):
             return
         op.properties.update(chosen)
@@ -90,13 +97,11 @@ class WrapPlainConv(RewritePattern):
     ``identity(bias)`` (or ``fill(0.0)``), at the conv's location, marked."""
 
     errors: list[Diagnostic]
+    profile: TileProfile = "gpu"
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: Conv2dOp, rewriter: PatternRewriter) -> None:
-        chosen = _algorithm_properties(op)
-        if isinstance(chosen, str):
-            self.errors.append(Diagnostic(Severity.ERROR, chosen, loc_of(op)))
-            return
+        chosen = _algorithm_properties(op, self.profile)
         channels = _shape(op, -1)[1]
         bias = None if op.bias is None else op.bias.owner
         if bias is None:
@@ -124,36 +129,51 @@ class WrapPlainConv(RewritePattern):
             rewriter.erase(bias)  # the shift derivation names it now
 
 
-def select_conv_algorithm_patterns(errors: list[Diagnostic]) -> list[RewritePattern]:
-    """The pass's patterns; unsupported convolutions are appended to ``errors``."""
-    return [MarkFusedConv(errors), WrapPlainConv(errors)]
+def select_conv_algorithm_patterns(
+    errors: list[Diagnostic], profile: TileProfile = "gpu"
+) -> list[RewritePattern]:
+    """The pass's patterns for a tile ``profile``; convolutions it cannot mark
+    are appended to ``errors``."""
+    return [MarkFusedConv(errors, profile), WrapPlainConv(errors, profile)]
 
 
 @dataclass(frozen=True)
 class SelectConvAlgorithmPass(ModulePass):
-    """Choose each convolution's algorithm and GEMM tiles (graph.fused_conv2d).
+    """Choose each convolution's algorithm and tiles (graph.fused_conv2d).
 
     Expects graph ops, usually after fuse-conv-bn-act. Every
     ``graph.fused_conv2d`` gets ``algorithm`` (`teeny_ir.kernels.conv_algorithms`)
-    and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K]: for ``gemm`` (1x1, stride 1, no
-    padding, dilation 1, one group) the GEMM rule over M = OH * OW, N = C_out,
-    K = C_in; for ``implicit-gemm`` (any other non-depthwise convolution) the
-    implicit-GEMM rule over M = OH * OW, N = C_out / groups, K = C_in / groups
-    * KH * KW. Every plain ``graph.conv2d`` is first
+    and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K] from its family's tile rule over
+    M = OH * OW and: for ``gemm`` (1x1, stride 1, no padding, dilation 1, one
+    group) N = C_out, K = C_in; for ``depthwise`` (groups == C_in == C_out)
+    N = C (channels), K = KH * KW (taps), the tiles being [positions, channels,
+    taps]; for ``implicit-gemm`` (every other convolution) N = C_out / groups,
+    K = C_in / groups * KH * KW. ``profile`` picks the rules: ``gpu`` (the
+    default) tiles fit sm_80 and sm_90; ``interpreter`` tiles are large, for
+    Triton's CPU interpreter (its cost is per program and per op, not per
+    element), and need not fit a GPU. Every plain ``graph.conv2d`` is first
     turned into a ``graph.fused_conv2d`` (scale ``fill(1.0)``, shift
     ``identity(bias)`` or ``fill(0.0)``, its bias graph.param removed when it
     is left unused), so all convolutions leave as fused ones. Refuses (one
-    located error each, all reported together) the convolutions whose
-    algorithm has no kernel yet: ``depthwise`` (groups == C_in == C_out).
+    located error each, all reported together) a plain convolution whose
+    bias is not a graph.param.
     """
 
     name = "select-conv-algorithm"
     anchors: ClassVar[tuple[str, ...]] = ("builtin.module", "func.func")
 
+    profile: TileProfile = "gpu"
+    """Tile profile: ``gpu`` (fits sm_80/sm_90) or ``interpreter`` (large tiles
+    for Triton's interpreter)."""
+
+    def __post_init__(self) -> None:
+        check_profile(self.profile)  # a ValueError naming the profiles
+
     def apply(self, ctx: Context, op: Operation) -> None:
         errors: list[Diagnostic] = []
+        patterns = select_conv_algorithm_patterns(errors, self.profile)
         walker = PatternRewriteWalker(
-            GreedyRewritePatternApplier(select_conv_algorithm_patterns(errors), dce_enabled=False),
+            GreedyRewritePatternApplier(patterns, dce_enabled=False),
             apply_recursively=False,
         )
         for region in op.regions:

@@ -6,17 +6,27 @@ Kernels run in one `kernel_harness.py` subprocess (``TRITON_INTERPRET`` is read
 when triton is imported). Every output is canary-padded on both sides and starts
 as NaN: a write past the view changes a canary, an element never written stays
 NaN. Unused part pointers are bound to an all-NaN input (concat: a read of it
-would poison the result) or to an empty, canary-only output (split: a write to
-it would change a canary). Shapes are odd, batches 1 and 3, BLOCK 128 so that
+would poison the result) or to a one-element output that must stay NaN (split:
+a write to it would show). Shapes are odd, batches 1 and 3, BLOCK 128 so that
 every launch has several programs and a tail, some grids with extra programs.
+
+Batch-strided views: an input is passed as channels ``[c0, c0 + C)`` of a larger
+NaN-filled ``[B, Ct, ...]`` buffer (its data from element ``c0 * plane`` on, batch
+stride ``Ct * plane``), so a read outside the view is NaN and poisons the copy; a
+strided output must equal the reference in its images and stay NaN in the gaps
+between them (never written). Every case is a launch the validator accepts
+(`case_contract`), and runs at every ``num_warps`` in `WARPS`. This module's
+`Case`, `run_harness` and `channel_slice` also serve test_pool_kernels.py.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +47,11 @@ from teeny_ir.testing import assert_close
 HARNESS = Path(__file__).with_name("kernel_harness.py")
 CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 BLOCK = 128
+WARPS = sorted({concat_lowering.NUM_WARPS, 1, 2, 4, 8})
+"""Every num_warps the lowering emits (4, for both families), and 1, 2, 4, 8."""
+
+View = tuple[int, int]
+"""A batch-strided view: (the enclosing buffer's channels, the view's first channel)."""
 
 
 @dataclass
@@ -45,11 +60,58 @@ class Case:
 
     id: str
     family: str
-    constexprs: dict[str, int]
+    constexprs: dict[str, int | str]
     args: list[tuple[str, Any]]  # ABI order: ndarray, int, or ("output", numel)
     grid: int
     pad: int
-    expected: dict[str, np.ndarray] = field(default_factory=dict)  # by ABI name; size 0: untouched
+    expected: dict[str, np.ndarray] = field(default_factory=dict)  # by ABI name; NaN: unwritten
+    tensors: dict[str, tuple[tuple[int, ...], int]] = field(default_factory=dict)
+    """Each pointer's tensor: its shape and batch stride (for `case_contract`)."""
+    num_warps: int = 4
+    tol: float = 0.0
+    mutation: tuple[str, str] | None = None
+    """(text, replacement): run a mutant of the family's source (a check of the checks)."""
+
+
+def channel_slice(x: np.ndarray, view: View | None) -> tuple[np.ndarray, int]:
+    """``x`` [B, C, ...] as channels ``[first, first + C)`` of a NaN-filled
+    [B, total, ...] buffer: the buffer's data from the view's first element to its
+    last, and its batch stride; with no view, ``x`` contiguous."""
+    image = math.prod(x.shape[1:])
+    if view is None:
+        return x.astype(np.float32).ravel(), image
+    total, first = view
+    assert first + x.shape[1] <= total
+    plane = math.prod(x.shape[2:])
+    buffer = np.full((x.shape[0], total, *x.shape[2:]), np.nan, np.float32)
+    buffer[:, first : first + x.shape[1]] = x
+    stride = total * plane
+    start = first * plane
+    return buffer.ravel()[start : start + (x.shape[0] - 1) * stride + image], stride
+
+
+def case_contract(case: Case) -> validator.LaunchContract:
+    """The case as a launch contract: each pointer bound to its own tensor."""
+    family = FAMILIES[case.family]
+    args = tuple(
+        (name, name if family.arg(name).kind in ("input", "output") else str(value))
+        for name, value in case.args
+    )
+    strides = tuple(
+        (name, stride)
+        for name, (shape, stride) in case.tensors.items()
+        if stride != math.prod(shape[1:])
+    )
+    return validator.LaunchContract(
+        case.family,
+        tuple(sorted(case.constexprs.items())),
+        args,
+        tuple((name, shape) for name, (shape, _) in case.tensors.items()),
+        (str(case.grid), "1", "1"),
+        case.num_warps,
+        1,
+        strides,
+    )
 
 
 def _inner(shape: tuple[int, ...], axis: int) -> int:
@@ -60,60 +122,103 @@ def _parts(whole: tuple[int, ...], sizes: list[int], axis: int) -> list[tuple[in
     return [(*whole[:axis], s, *whole[axis + 1 :]) for s in sizes]
 
 
+def _suffix(views: Mapping[str, View], extra: int, num_warps: int) -> str:
+    text = "".join(f"-{name}@{first}of{total}" for name, (total, first) in views.items())
+    text += f"-grid+{extra}" if extra else ""
+    return text + (f"-warps{num_warps}" if num_warps != concat_lowering.NUM_WARPS else "")
+
+
 def concat_case(
-    whole: tuple[int, ...], sizes: list[int], axis: int, rng: np.random.Generator, extra: int = 0
+    whole: tuple[int, ...],
+    sizes: list[int],
+    axis: int,
+    rng: np.random.Generator,
+    extra: int = 0,
+    views: Mapping[str, View] | None = None,
+    num_warps: int = concat_lowering.NUM_WARPS,
 ) -> Case:
+    """``views`` makes pointers (``x<k>``, ``out``) batch-strided channel slices."""
+    views = dict(views or {})
     shapes = _parts(whole, sizes, axis)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     inputs[0].flat[0] = -0.0  # the sign of zero survives the copy
     out = np.concatenate(inputs, axis=axis)
-    unused = np.full((7,), np.nan, np.float32)
-    numel = out.size
-    args: list[tuple[str, Any]] = [
-        (f"x{k}", inputs[k] if k < len(inputs) else unused) for k in range(MAX_PARTS)
+    unused = np.full((1, 7), np.nan, np.float32)
+    parts = [
+        (inputs[k], views.get(f"x{k}")) if k < len(inputs) else (unused, None)
+        for k in range(MAX_PARTS)
     ]
-    args += [("out", ("output", numel)), ("numel", numel), ("INNER_OUT", _inner(whole, axis))]
+    datas = [channel_slice(x, view) for x, view in parts]
+    expected, out_stride = channel_slice(out, views.get("out"))
+    numel = out.size
+    args: list[tuple[str, Any]] = [(f"x{k}", datas[k][0]) for k in range(MAX_PARTS)]
+    args += [("out", ("output", expected.size)), ("numel", numel)]
+    args += [("INNER_OUT", _inner(whole, axis))]
     args += [
         (f"INNER{k}", _inner(shapes[k], axis) if k < len(shapes) else 0) for k in range(MAX_PARTS)
     ]
+    args += [("IMAGE_OUT", math.prod(whole[1:]))]
+    args += [(f"IMAGE{k}", math.prod(parts[k][0].shape[1:])) for k in range(MAX_PARTS)]
+    args += [(f"x{k}_batch_stride", datas[k][1]) for k in range(MAX_PARTS)]
+    args += [("out_batch_stride", out_stride)]
+    tensors = {f"x{k}": (parts[k][0].shape, datas[k][1]) for k in range(MAX_PARTS)}
+    tensors["out"] = (out.shape, out_stride)
     return Case(
         id=f"concat-{'x'.join(map(str, whole))}-axis{axis}-{'+'.join(map(str, sizes))}"
-        + (f"-grid+{extra}" if extra else ""),
+        + _suffix(views, extra, num_warps),
         family="concat",
         constexprs={"N_INPUTS": len(sizes), "BLOCK": BLOCK},
         args=args,
         grid=math.ceil(numel / BLOCK) + extra,
         pad=BLOCK * (1 + extra),
-        expected={"out": out.ravel()},
+        expected={"out": expected},
+        tensors=tensors,
+        num_warps=num_warps,
     )
 
 
 def split_case(
-    whole: tuple[int, ...], sizes: list[int], axis: int, rng: np.random.Generator, extra: int = 0
+    whole: tuple[int, ...],
+    sizes: list[int],
+    axis: int,
+    rng: np.random.Generator,
+    extra: int = 0,
+    views: Mapping[str, View] | None = None,
+    num_warps: int = concat_lowering.NUM_WARPS,
 ) -> Case:
+    """``views`` makes pointers (``x``, ``y<k>``) batch-strided channel slices."""
+    views = dict(views or {})
     shapes = _parts(whole, sizes, axis)
     x = rng.standard_normal(whole).astype(np.float32)
+    x.flat[-1] = -0.0
     pieces = np.split(x, np.cumsum(sizes)[:-1], axis=axis)
-    args: list[tuple[str, Any]] = [("x", x)]
-    args += [
-        (f"y{k}", ("output", pieces[k].size if k < len(sizes) else 0)) for k in range(MAX_PARTS)
-    ]
+    # An unused output slot: one element that must stay NaN (never written).
+    outs = [pieces[k] if k < len(sizes) else np.full((1, 1), np.nan) for k in range(MAX_PARTS)]
+    datas = [channel_slice(y, views.get(f"y{k}")) for k, y in enumerate(outs)]
+    source, x_stride = channel_slice(x, views.get("x"))
+    args: list[tuple[str, Any]] = [("x", source)]
+    args += [(f"y{k}", ("output", datas[k][0].size)) for k in range(MAX_PARTS)]
     args += [("numel", x.size), ("INNER_IN", _inner(whole, axis))]
     args += [
         (f"INNER{k}", _inner(shapes[k], axis) if k < len(shapes) else 0) for k in range(MAX_PARTS)
     ]
-    expected = {
-        f"y{k}": pieces[k].ravel() if k < len(sizes) else np.zeros(0) for k in range(MAX_PARTS)
-    }
+    args += [("IMAGE_IN", math.prod(whole[1:]))]
+    args += [(f"IMAGE{k}", math.prod(outs[k].shape[1:])) for k in range(MAX_PARTS)]
+    args += [("x_batch_stride", x_stride)]
+    args += [(f"y{k}_batch_stride", datas[k][1]) for k in range(MAX_PARTS)]
+    tensors = {"x": (x.shape, x_stride)}
+    tensors |= {f"y{k}": (outs[k].shape, datas[k][1]) for k in range(MAX_PARTS)}
     return Case(
         id=f"split-{'x'.join(map(str, whole))}-axis{axis}-{'+'.join(map(str, sizes))}"
-        + (f"-grid+{extra}" if extra else ""),
+        + _suffix(views, extra, num_warps),
         family="split",
         constexprs={"N_OUTPUTS": len(sizes), "BLOCK": BLOCK},
         args=args,
         grid=math.ceil(x.size / BLOCK) + extra,
         pad=BLOCK * (1 + extra),
-        expected=expected,
+        expected={f"y{k}": datas[k][0] for k in range(MAX_PARTS)},
+        tensors=tensors,
+        num_warps=num_warps,
     )
 
 
@@ -128,44 +233,92 @@ def all_cases() -> list[Case]:
         cases.append(split_case((batch, 10, 5, 7), [5, 5], 1, rng))
         cases.append(split_case((batch, 9, 3, 5), [2, 6, 1], 1, rng))
         cases.append(split_case((batch, 3, 5, 11), [3, 1, 7], 3, rng))
+        # Batch-strided views: inputs, outputs, both; along channels and other axes.
+        cases.append(concat_case((batch, 8, 5, 7), [3, 5], 1, rng, views={"x0": (7, 2)}))
+        cases.append(
+            concat_case((batch, 10, 3, 5), [2, 7, 1], 1, rng, views={"x1": (9, 0), "x2": (3, 2)})
+        )
+        cases.append(concat_case((batch, 9, 3, 5), [4, 5], 1, rng, views={"out": (13, 3)}))
+        cases.append(
+            concat_case((batch, 3, 9, 5), [4, 5], 2, rng, views={"x0": (5, 1), "out": (4, 1)})
+        )
+        cases.append(split_case((batch, 10, 5, 7), [5, 5], 1, rng, views={"x": (13, 2)}))
+        cases.append(
+            split_case((batch, 9, 3, 5), [2, 6, 1], 1, rng, views={"y0": (5, 3), "y2": (2, 0)})
+        )
+        cases.append(
+            split_case((batch, 3, 5, 11), [3, 1, 7], 3, rng, views={"x": (4, 1), "y1": (7, 4)})
+        )
     cases.append(concat_case((3, 2, 5, 7), [3, 4], 3, rng, extra=2))
     cases.append(concat_case((5, 11), [2, 3], 0, rng))
     cases.append(concat_case((3, 6, 5), [6], 1, rng))
     cases.append(split_case((3, 12, 5, 7), [1, 4, 2, 5], 1, rng, extra=2))
     cases.append(split_case((7, 6), [4, 3], 0, rng))
     cases.append(split_case((2, 6, 5), [6], 1, rng))
+    # Along the batch itself: each image of a strided part is a column range of the one row.
+    cases.append(
+        concat_case((5, 3, 4), [2, 3], 0, rng, views={"x0": (5, 1), "x1": (4, 0), "out": (7, 3)})
+    )
+    cases.append(split_case((5, 2, 3), [3, 2], 0, rng, views={"x": (3, 1), "y1": (5, 2)}))
+    cases.append(
+        concat_case(
+            (3, 13, 3, 3), [4, 1, 5, 3], 1, rng, extra=1, views={"x3": (4, 1), "out": (14, 1)}
+        )
+    )
+    cases.append(
+        split_case((3, 12, 5, 7), [1, 4, 2, 5], 1, rng, extra=1, views={"x": (15, 3), "y3": (6, 1)})
+    )
+    # Every num_warps, each with strided inputs and outputs, batch 3, a tail.
+    for warps in WARPS:
+        if warps == concat_lowering.NUM_WARPS:
+            continue
+        views = {"x1": (9, 4), "out": (12, 2)}
+        cases.append(concat_case((3, 9, 3, 5), [4, 5], 1, rng, views=views, num_warps=warps))
+        views = {"x": (11, 1), "y0": (3, 1)}
+        cases.append(split_case((3, 9, 3, 5), [2, 7], 1, rng, views=views, num_warps=warps))
     return cases
 
 
-def run_harness(cases: list[Case], workdir: Path, num_warps: int) -> dict[str, np.ndarray]:
-    """Every case in one interpreter process; each output's padded buffer by
-    ``"<case id>/<arg name>"``."""
-    files: dict[str, Path] = {}
+def run_harness(cases: list[Case], workdir: Path) -> dict[str, np.ndarray]:
+    """Every case in one interpreter process, each at its ``num_warps`` (and with
+    its mutation); each output's padded buffer by ``"<case id>/<arg name>"``."""
+    assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
+    files: dict[tuple[str, str, tuple[str, str] | None], tuple[Path, str]] = {}
     specs = []
     for index, case in enumerate(cases):
         family = FAMILIES[case.family]
         assert [name for name, _ in case.args] == [a.name for a in family.args], case.id
-        key = f"{case.family}_{case.constexprs[next(iter(case.constexprs))]}"
+        slots = "/".join(
+            str(case.constexprs[c.name]) for c in family.constexprs if c.type == "pointwise"
+        )
+        key = (case.family, slots, case.mutation)
         if key not in files:
-            files[key] = workdir / f"{key}.py"
-            files[key].write_text(render(family, key, case.constexprs))
+            name = f"{case.family}_{len(files)}"
+            text = render(family, name, case.constexprs)
+            if case.mutation is not None:
+                old, new = case.mutation
+                assert text.count(old) == 1, (case.id, old)
+                text = text.replace(old, new)
+            files[key] = (workdir / f"{name}.py", name)
+            files[key][0].write_text(text)
+        path, name = files[key]
         args: list[dict[str, Any]] = []
         for arg_index, (_, value) in enumerate(case.args):
             if isinstance(value, np.ndarray):
-                path = workdir / f"case{index}_arg{arg_index}.npy"
-                np.save(path, value)
-                args.append({"array": str(path)})
+                array = workdir / f"case{index}_arg{arg_index}.npy"
+                np.save(array, value)
+                args.append({"array": str(array)})
             elif isinstance(value, tuple):
                 args.append({"output": value[1]})
             else:
                 args.append({"int": value})
         specs.append(
             {
-                "kernel_file": str(files[key]),
-                "kernel_name": key,
+                "kernel_file": str(path),
+                "kernel_name": name,
                 "constexprs": case.constexprs,
                 "grid": [case.grid, 1, 1],
-                "num_warps": num_warps,
+                "num_warps": case.num_warps,
                 "pad": case.pad,
                 "args": args,
             }
@@ -188,18 +341,53 @@ def run_harness(cases: list[Case], workdir: Path, num_warps: int) -> dict[str, n
     return results
 
 
+def mutants() -> dict[str, Case]:
+    """Cases run on mutated kernels, to show the checks are not vacuous (by what
+    they show)."""
+    rng = np.random.default_rng(11)
+    no_mask = {
+        "concat": ("value, mask=mask)", "value)"),
+        "split": ("value, mask=inside)", "value)"),
+    }
+    address = "(logical // image).to(tl.int64) * stride"
+    contiguous = (address, "(logical // image).to(tl.int64) * image")
+    found = {
+        "concat-no-store-mask": concat_case((3, 8, 5, 7), [3, 5], 1, rng),
+        "split-no-store-mask": split_case((3, 9, 3, 5), [2, 7], 1, rng),
+        "concat-strided-input-read-contiguous": concat_case(
+            (3, 8, 5, 7), [3, 5], 1, rng, views={"x1": (7, 1)}
+        ),
+        "concat-strided-output-written-contiguous": concat_case(
+            (3, 8, 5, 7), [3, 5], 1, rng, views={"out": (9, 1)}
+        ),
+        "split-strided-input-read-contiguous": split_case(
+            (3, 9, 3, 5), [2, 7], 1, rng, views={"x": (10, 0)}
+        ),
+        "split-strided-output-written-contiguous": split_case(
+            (3, 9, 3, 5), [2, 7], 1, rng, views={"y0": (5, 3)}
+        ),
+    }
+    for what, case in found.items():
+        mutation = no_mask[case.family] if "no-store-mask" in what else contiguous
+        found[what] = replace(case, id=f"mutant-{what}", mutation=mutation)
+    return found
+
+
 CASES = all_cases()
+MUTANTS = mutants()
 
 
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return run_harness(CASES, tmp_path_factory.mktemp("copies"), concat_lowering.NUM_WARPS)
+    """The cases and the mutants, in one interpreter process."""
+    return run_harness([*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("copies"))
 
 
 def problems(case: Case, results: dict[str, np.ndarray]) -> list[str]:
     """What is wrong with the outputs of ``case``: overwritten canaries, elements
-    never written (or computed from a NaN read), wrong values. A copy is exact,
-    down to the sign of zero."""
+    never written (or computed from a NaN read), elements written where they must
+    not be (the gaps of a strided output, an unused part), wrong values. A copy is
+    exact, down to the sign of zero."""
     found: list[str] = []
     for name, expected in case.expected.items():
         buffer = results[f"{case.id}/{name}"]
@@ -207,12 +395,37 @@ def problems(case: Case, results: dict[str, np.ndarray]) -> list[str]:
         if (padding != CANARY).any():
             found.append(f"{name}: {(padding != CANARY).sum()} canaries overwritten")
         got = buffer[case.pad : len(buffer) - case.pad]
-        if np.isnan(got).any():
-            found.append(f"{name}: {np.isnan(got).sum()} elements never written or read NaN")
-        bits = expected.astype(np.float32).view(np.uint32)
-        if got.size != expected.size or not np.array_equal(got.view(np.uint32), bits):
+        if got.size != expected.size:
+            found.append(f"{name}: {got.size} elements, expected {expected.size}")
+            continue
+        gaps = np.isnan(expected)
+        if np.isnan(got[~gaps]).any():
+            found.append(f"{name}: {np.isnan(got[~gaps]).sum()} elements never written or read NaN")
+        if not np.isnan(got[gaps]).all():
+            found.append(f"{name}: {(~np.isnan(got[gaps])).sum()} elements written into gaps")
+        bits = expected[~gaps].astype(np.float32).view(np.uint32)
+        if not np.array_equal(got[~gaps].view(np.uint32), bits):
             found.append(f"{name}: differs from numpy")
     return found
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_every_case_is_a_valid_launch(case: Case) -> None:
+    """The harness runs only launches the validator accepts (stride dims included)."""
+    validator.validate(case_contract(case))
+
+
+def test_cases_cover_the_brief() -> None:
+    ids = " ".join(case.id for case in CASES)
+    for family in ("concat", "split"):
+        mine = [case for case in CASES if case.family == family]
+        assert {case.num_warps for case in mine} == set(WARPS), family
+        for pointer in ("x0", "out") if family == "concat" else ("x", "y0"):
+            assert any(
+                case.tensors[pointer][1] != math.prod(case.tensors[pointer][0][1:]) for case in mine
+            ), (family, pointer)
+        assert {case.tensors[mine[0].args[0][0]][0][0] for case in mine} >= {1, 3}
+    assert "axis0-2+3-x0@" in ids and "axis0-3+2-x@" in ids
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
@@ -257,7 +470,13 @@ def test_one_launch_per_concat_and_split() -> None:
     assert first_concat.constexpr_values == {"N_INPUTS": 3, "BLOCK": 1024}
     bindings = dict(first_concat.arg_bindings)
     assert (bindings["x3"], bindings["INNER3"], bindings["INNER_OUT"]) == ("in0", "0", "350")
-    assert dict(second_split.arg_bindings)["INNER_IN"] == "7"
+    # An unused slot has its bound tensor's image and batch stride (the validator checks both).
+    assert (bindings["IMAGE3"], bindings["x3_batch_stride"]) == ("70", "70")
+    assert (bindings["IMAGE_OUT"], bindings["out_batch_stride"]) == ("350", "350")
+    split_bindings = dict(second_split.arg_bindings)
+    assert split_bindings["INNER_IN"] == "7"
+    assert [split_bindings[f"y{k}_batch_stride"] for k in range(4)] == ["50", "200", "100", "50"]
+    assert [split_bindings[f"IMAGE{k}"] for k in range(4)] == ["50", "200", "100", "50"]
     # Each split result feeds its own users: %b reaches both silu and the concat.
     assert list(first_concat.operands)[1] is first_split.results[1]
 
@@ -273,18 +492,13 @@ def test_more_than_four_parts_is_refused() -> None:
         _lowered(text)
 
 
-def _contract(launch: LaunchOp, **changes: str) -> validator.LaunchContract:
+def _contract(
+    launch: LaunchOp, strides: Mapping[str, int] | None = None, **changes: str
+) -> validator.LaunchContract:
+    """``launch``'s contract with some dims rebound and some tensors batch-strided."""
     contract = launch.contract()
     args = tuple((name, changes.get(name, value)) for name, value in contract.args)
-    return validator.LaunchContract(
-        contract.family,
-        contract.constexprs,
-        args,
-        contract.tensors,
-        contract.grid,
-        contract.num_warps,
-        contract.num_stages,
-    )
+    return replace(contract, args=args, strides=tuple((strides or {}).items()))
 
 
 def test_the_validator_holds_the_dims_to_the_shapes() -> None:
@@ -315,6 +529,66 @@ def test_the_validator_holds_the_dims_to_the_shapes() -> None:
         validator.validate(bad)
 
 
+def test_the_validator_holds_the_stride_dims_to_the_layouts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch-strided tensor needs every pointer bound to it to carry its stride
+    (an unused slot bound to the same tensor too), and a pointer that takes one."""
+    _, _, concat, split, _ = _launches(_lowered(C2F))
+    # %b [?, 4, 5, 7] as channels of a 9-channel buffer; %a [?, 2, 5, 7] of a 6-channel one.
+    validator.validate(_contract(concat, {"in1": 315}, x1_batch_stride="315"))
+    validator.validate(
+        _contract(concat, {"in0": 210}, x0_batch_stride="210", x3_batch_stride="210")
+    )
+    validator.validate(_contract(concat, {"out0": 420}, out_batch_stride="420"))
+    validator.validate(_contract(split, {"in0": 420}, x_batch_stride="420"))
+    validator.validate(
+        _contract(
+            split,
+            {"out0": 100, "out2": 150},
+            y0_batch_stride="100",
+            y3_batch_stride="100",
+            y2_batch_stride="150",
+        )
+    )
+    for launch, strides, changes, message in (
+        (
+            concat,
+            {"in1": 315},
+            {},
+            r"'x1_batch_stride' = '140' is 140 at B = 1, but 'in1' \(bound "
+            r"to 'x1'\) has batch stride 315",
+        ),
+        (concat, {"in0": 210}, {"x0_batch_stride": "210"}, "'x3_batch_stride' = '70' is 70"),
+        (concat, {"out0": 420}, {}, "'out_batch_stride' = '350' is 350 .* batch stride 420"),
+        (
+            concat,
+            {},
+            {"x2_batch_stride": "B * 140"},
+            "'x2_batch_stride' = 'B \\* 140' is 280 at B = 2",
+        ),
+        (split, {"in0": 420}, {"x_batch_stride": "350"}, "'x_batch_stride' = '350' is 350"),
+        (split, {"out0": 100}, {"y0_batch_stride": "100"}, "'y3_batch_stride' = '50' is 50"),
+        (split, {"out1": 100}, {"y1_batch_stride": "100"}, "batch stride 100, less than its image"),
+    ):
+        with pytest.raises(validator.ContractError, match=message):
+            validator.validate(_contract(launch, strides, **changes))
+    # A family whose inputs take only contiguous tensors refuses the same views.
+    for launch, pointer, key in ((concat, "x1", "in1"), (split, "y1", "out1")):
+        family = FAMILIES[launch.family]
+        strides = {k: v for k, v in family.batch_strides.items() if k != pointer}
+        name = f"{launch.family}_contiguous_{pointer}"
+        monkeypatch.setitem(FAMILIES, name, replace(family, name=name, batch_strides=strides))
+        stride_arg = family.batch_strides[pointer]
+        contract = replace(_contract(launch, {key: 315}, **{stride_arg: "315"}), family=name)
+        with pytest.raises(
+            validator.ContractError,
+            match=f"argument '{pointer}' of family '{name}' takes only contiguous tensors, "
+            f"but '{key}' is a batch-strided view \\(batch stride 315\\)",
+        ):
+            validator.validate(contract)
+
+
 # ---------------------------------------------------------------- end to end
 
 
@@ -335,13 +609,21 @@ def test_split_silu_concat_end_to_end(tmp_path: Path, batch: int) -> None:
 # ---------------------------------------------------------------- AOT
 
 ARCHS = (80, 90)
-VARIANTS = [(family, count) for family in ("concat", "split") for count in (2, 4)]
+VARIANTS = [
+    (family, count, warps)
+    for family in ("concat", "split")
+    for count in (1, 2, 4)
+    for warps in (WARPS if count == 4 else [concat_lowering.NUM_WARPS])
+]
 
 
 @pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize(("family", "count"), VARIANTS)
-def test_compiles_ahead_of_time(tmp_path: Path, family: str, count: int, arch: int) -> None:
-    """Every variant config the lowering emits (num_warps 4, 1 stage) compiles."""
+@pytest.mark.parametrize(("family", "count", "warps"), VARIANTS)
+def test_compiles_ahead_of_time(
+    tmp_path: Path, family: str, count: int, warps: int, arch: int
+) -> None:
+    """Every variant the lowering emits (1 to 4 parts, num_warps 4, 1 stage)
+    compiles; the largest also at every num_warps in `WARPS`."""
     monkey = pytest.MonkeyPatch()
     monkey.setenv("TRITON_CACHE_DIR", str(tmp_path / "cache"))
     try:
@@ -356,36 +638,32 @@ def test_compiles_ahead_of_time(tmp_path: Path, family: str, count: int, arch: i
             FAMILIES[family],
             constexprs,
             arch=arch,
-            num_warps=concat_lowering.NUM_WARPS,
+            num_warps=warps,
             num_stages=concat_lowering.NUM_STAGES,
         )
     finally:
         monkey.undo()
     assert f".target sm_{arch}" in variant.ptx
     assert variant.cubin[:4] == b"\x7fELF"
+    assert variant.num_warps == warps
+    assert re.search(rf"\.reqntid {32 * warps}\b", variant.ptx)  # threads per block
     entry = variant.ptx[variant.ptx.index(f".entry {name}") :]
     params = entry[: entry.index(")")].count(".param")
     assert params == len(FAMILIES[family].args) + 2  # plus Triton's global and profile scratch
     aot.check_shared(variant)
 
 
-def test_removing_the_store_masks_is_caught(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The checks are not vacuous: without its store mask, concat writes past its
-    destination (into the canaries) and split writes each element into every part."""
-    rng = np.random.default_rng(11)
-    cases = [concat_case((3, 8, 5, 7), [3, 5], 1, rng), split_case((3, 9, 3, 5), [2, 7], 1, rng)]
-    stores = {"concat": "tl.store(out + flat, value, mask=mask)", "split": "value, mask=inside)"}
-    for family, store in stores.items():
-        text = FAMILIES[family].source()
-        assert text.count(store) == 1, family
-        mutated = tmp_path / family / "kernel.py"
-        mutated.parent.mkdir()
-        mutated.write_text(
-            text.replace(store, store.replace(", mask=mask", "").replace(", mask=inside", ""))
-        )
-        monkeypatch.setitem(FAMILIES, family, replace(FAMILIES[family], package=mutated.parent))
-    results = run_harness(cases, tmp_path, concat_lowering.NUM_WARPS)
-    assert "canaries overwritten" in " ".join(problems(cases[0], results))
-    assert problems(cases[1], results) != []
+def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+    """Without its store mask, concat's masked-off lanes (their index clamped to
+    0, their value +0.0) overwrite the destination's first element, -0.0, and split
+    writes each element into every part. A kernel that addresses every tensor as
+    contiguous reads the NaN between a strided input's images, and writes a
+    strided output's images into its gaps."""
+    found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
+    assert found["concat-no-store-mask"] == "out: differs from numpy"
+    assert found["split-no-store-mask"] == "y0: differs from numpy y1: differs from numpy"
+    for what, text in found.items():
+        if "input-read-contiguous" in what:
+            assert "never written or read NaN" in text, what
+        if "output-written-contiguous" in what:
+            assert "written into gaps" in text, what

@@ -1,15 +1,37 @@
-"""The pure decision functions of `teeny_ir.kernels.conv_algorithms` and the GEMM
-and implicit-GEMM families' tile choices, pinned at every boundary."""
+"""The pure decision functions of `teeny_ir.kernels.conv_algorithms` and the GEMM,
+implicit-GEMM and depthwise families' tile choices in both profiles, pinned at
+every boundary; the select-conv-algorithm pass's profile option and the
+named pipelines that pass it on."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from dialects.graph.shapes import is_gemm_conv
+from passes.select_conv_algorithm import SelectConvAlgorithmPass
+from teeny_ir import DiagnosticError, PassManager
+from teeny_ir.driver.pass_options import OptionError
+from teeny_ir.driver.pipeline_syntax import NestedSpec, PassSpec, parse_any
+from teeny_ir.driver.pipelines import PIPELINES
 from teeny_ir.kernels.conv1x1_gemm.tiles import UNKNOWN_M_AS, pick_gemm_tile_sizes
-from teeny_ir.kernels.conv_algorithms import classify_conv, is_depthwise
+from teeny_ir.kernels.conv_algorithms import (
+    INTERPRETER_MAX_BLOCK,
+    INTERPRETER_MAX_ROWS,
+    TILE_PROFILES,
+    check_profile,
+    clamp,
+    classify_conv,
+    conv_extents,
+    is_depthwise,
+    next_power_of_two,
+)
+from teeny_ir.kernels.depthwise_conv.tiles import launch_config as depthwise_launch_config
+from teeny_ir.kernels.depthwise_conv.tiles import pick_depthwise_tile_sizes
 from teeny_ir.kernels.implicit_gemm_conv.tiles import launch_config as implicit_gemm_launch_config
 from teeny_ir.kernels.implicit_gemm_conv.tiles import pick_implicit_gemm_tile_sizes
 
@@ -181,3 +203,349 @@ def test_implicit_gemm_tiles_fit_tl_dot_and_the_launch_config(m: int, n: int, k:
     assert (warps, stages) == ((8 if (block_m, block_n) == (128, 128) else 4), 2)
     # fp32 A and B tiles, double-buffered, well within sm_86's 99 KiB.
     assert 2 * 4 * (block_m + block_n) * block_k <= 64 * 1024
+
+
+def test_gpu_is_the_default_profile() -> None:
+    for m, n, k in [(1, 1, 1), (127, 16, 127), (128, 17, 128), (4096, 4096, 4096)]:
+        assert pick_gemm_tile_sizes(m, n, k) == pick_gemm_tile_sizes(m, n, k, "gpu")
+        assert pick_implicit_gemm_tile_sizes(m, n, k) == pick_implicit_gemm_tile_sizes(
+            m, n, k, "gpu"
+        )
+        assert pick_depthwise_tile_sizes(m, n, k) == pick_depthwise_tile_sizes(m, n, k, "gpu")
+
+
+@pytest.mark.parametrize(
+    "pick", [pick_gemm_tile_sizes, pick_implicit_gemm_tile_sizes, pick_depthwise_tile_sizes]
+)
+def test_an_unknown_profile_is_rejected(pick: Callable[..., tuple[int, int, int]]) -> None:
+    with pytest.raises(ValueError, match=r"unknown tile profile 'cpu' \(valid: gpu, interpreter\)"):
+        pick(64, 64, 64, "cpu")
+
+
+def test_helpers() -> None:
+    assert [next_power_of_two(v) for v in (0, 1, 2, 3, 4, 5, 127, 128, 129)] == [
+        1,
+        1,
+        2,
+        4,
+        4,
+        8,
+        128,
+        128,
+        256,
+    ]
+    assert (clamp(5, 1, 3), clamp(0, 1, 3), clamp(2, 1, 3), clamp(9, 4, 2)) == (3, 1, 2, 4)
+    assert TILE_PROFILES == ("gpu", "interpreter")
+    assert check_profile("interpreter") == "interpreter"
+    assert (INTERPRETER_MAX_BLOCK, INTERPRETER_MAX_ROWS) == (2**15, 2048)
+
+
+# ---------------------------------------------------------------- interpreter: gemm
+
+
+@pytest.mark.parametrize(
+    ("m", "block_m"),
+    [
+        (None, 64),
+        (1, 16),
+        (16, 16),
+        (17, 32),
+        (127, 128),
+        (128, 128),
+        (129, 256),
+        (2048, 2048),
+        (2049, 2048),
+        (1 << 20, 2048),
+    ],
+)
+def test_interpreter_gemm_block_m_is_the_image_rounded_up(m: int | None, block_m: int) -> None:
+    assert pick_gemm_tile_sizes(m, 16, 8, "interpreter")[0] == block_m
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "block_n"),
+    [
+        (128, 1, 16),
+        (128, 16, 16),
+        (128, 17, 32),
+        (128, 256, 256),
+        (128, 257, 256),
+        (1024, 32, 32),
+        (1024, 33, 32),
+        (2048, 17, 16),
+        (16, 2048, 2048),
+        (16, 4096, 2048),
+    ],
+)
+def test_interpreter_gemm_block_n_fills_the_block(m: int, n: int, block_n: int) -> None:
+    """``BLOCK_N`` is ``n`` rounded up, at most 2**15 // BLOCK_M (and at least 16)."""
+    assert pick_gemm_tile_sizes(m, n, 8, "interpreter")[1] == block_n
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "block_k"),
+    [
+        (16, 16, 1, 8),
+        (16, 16, 8, 8),
+        (16, 16, 9, 16),
+        (16, 16, 127, 128),
+        (16, 16, 128, 128),
+        (16, 16, 129, 256),
+        (16, 128, 4096, 256),
+        (128, 16, 4096, 256),
+        (2048, 16, 4096, 16),
+    ],
+)
+def test_interpreter_gemm_block_k_fills_the_block(m: int, n: int, k: int, block_k: int) -> None:
+    """``BLOCK_K`` is ``k`` rounded up, at most 2**15 // max(BLOCK_M, BLOCK_N)."""
+    assert pick_gemm_tile_sizes(m, n, k, "interpreter")[2] == block_k
+
+
+@given(
+    m=st.one_of(st.none(), st.integers(1, 1 << 20)),
+    n=st.integers(1, 1 << 20),
+    k=st.integers(1, 1 << 20),
+)
+def test_interpreter_gemm_tiles_are_the_documented_rule(m: int | None, n: int, k: int) -> None:
+    block_m, block_n, block_k = pick_gemm_tile_sizes(m, n, k, "interpreter")
+    rows = 64 if m is None else m
+    assert block_m == min(2048, max(16, next_power_of_two(rows)))
+    assert block_n == max(16, min(next_power_of_two(n), 2**15 // block_m))
+    assert block_k == max(8, min(next_power_of_two(k), 2**15 // max(block_m, block_n)))
+    assert all(t & (t - 1) == 0 for t in (block_m, block_n, block_k))
+    # Every block stays within the interpreter's sweet spot (and Triton's limit).
+    for block in (block_m * block_n, block_m * block_k, block_k * block_n):
+        assert block <= INTERPRETER_MAX_BLOCK
+
+
+# ---------------------------------------------------------------- interpreter: implicit gemm
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tiles"),
+    [
+        (1, 1, 1, (16, 16, 16)),
+        (127, 16, 127, (128, 16, 128)),
+        (128, 17, 128, (128, 32, 128)),
+        (128, 16, 129, (128, 16, 256)),
+        # YOLOv8n at 64x64: the stem; a 3x3 stride-2 conv; the 2x2 level.
+        (1024, 16, 27, (1024, 16, 32)),
+        (256, 32, 144, (256, 32, 128)),
+        (4, 256, 1152, (16, 256, 128)),
+        # The caps: 2048 rows leave 16 columns and 16 taps.
+        (4096, 4096, 4096, (2048, 16, 16)),
+        (16, 1 << 20, 1 << 20, (16, 2048, 16)),
+    ],
+)
+def test_interpreter_implicit_gemm_boundaries(
+    m: int, n: int, k: int, tiles: tuple[int, int, int]
+) -> None:
+    assert pick_implicit_gemm_tile_sizes(m, n, k, "interpreter") == tiles
+
+
+@given(m=st.integers(1, 1 << 20), n=st.integers(1, 1 << 20), k=st.integers(1, 1 << 20))
+def test_interpreter_implicit_gemm_tiles_are_the_documented_rule(m: int, n: int, k: int) -> None:
+    block_m, block_n, block_k = pick_implicit_gemm_tile_sizes(m, n, k, "interpreter")
+    assert block_m == min(2048, max(16, next_power_of_two(m)))
+    assert block_n == max(16, min(next_power_of_two(n), 2**15 // block_m))
+    assert block_k == max(16, min(next_power_of_two(k), 2**15 // max(block_m, block_n)))
+    assert all(t >= 16 and t & (t - 1) == 0 for t in (block_m, block_n, block_k))
+    for block in (block_m * block_n, block_m * block_k, block_k * block_n):
+        assert block <= INTERPRETER_MAX_BLOCK
+
+
+# ---------------------------------------------------------------- depthwise tiles
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "tiles"),
+    [
+        (1, 1, (64, 1, 1)),
+        (127, 16, (64, 16, 1)),
+        (128, 17, (128, 32, 1)),
+        (127, 17, (64, 32, 1)),
+        (128, 16, (128, 16, 1)),
+        (1 << 20, 3, (128, 4, 1)),
+        (4096, 4096, (128, 32, 1)),
+    ],
+)
+def test_gpu_depthwise_boundaries(m: int, n: int, tiles: tuple[int, int, int]) -> None:
+    for k in (1, 9, 127, 128):  # one tap per step, whatever the window
+        assert pick_depthwise_tile_sizes(m, n, k) == tiles
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tiles"),
+    [
+        (1, 1, 1, (1, 1, 1)),
+        (64, 16, 9, (64, 16, 16)),
+        (127, 16, 9, (128, 16, 16)),
+        (128, 17, 9, (128, 16, 16)),  # 2**15 / (128 * 16) = 16 channels
+        (128, 16, 127, (128, 2, 128)),
+        (128, 16, 128, (128, 2, 128)),
+        (128, 16, 129, (128, 2, 128)),  # at most 128 taps per step
+        (4096, 64, 9, (2048, 1, 16)),
+        (1 << 20, 1, 121, (256, 1, 128)),  # 2**15 / 128 rows
+        (4, 1 << 20, 1, (4, 8192, 1)),
+    ],
+)
+def test_interpreter_depthwise_boundaries(
+    m: int, n: int, k: int, tiles: tuple[int, int, int]
+) -> None:
+    assert pick_depthwise_tile_sizes(m, n, k, "interpreter") == tiles
+
+
+@given(
+    m=st.integers(1, 1 << 20),
+    n=st.integers(1, 1 << 20),
+    k=st.integers(1, 1 << 10),
+    profile=st.sampled_from(["gpu", "interpreter"]),
+)
+def test_depthwise_tiles_are_the_documented_rule(m: int, n: int, k: int, profile: str) -> None:
+    block_p, block_c, block_t = pick_depthwise_tile_sizes(m, n, k, profile)  # type: ignore[arg-type]
+    assert all(t >= 1 and t & (t - 1) == 0 for t in (block_p, block_c, block_t))
+    if profile == "gpu":
+        assert (block_p, block_c, block_t) == (
+            128 if m >= 128 else 64,
+            min(32, next_power_of_two(n)),
+            1,
+        )
+        assert depthwise_launch_config(block_p, block_c, block_t) == (4, 1)
+    else:
+        assert block_t == min(128, next_power_of_two(k))
+        assert block_p == min(next_power_of_two(m), 2048, 2**15 // block_t)
+        assert block_c == max(1, min(next_power_of_two(n), 2**15 // (block_p * block_t)))
+        assert block_p * block_t * block_c <= INTERPRETER_MAX_BLOCK
+
+
+@pytest.mark.parametrize(
+    ("tiles", "warps"),
+    [
+        ((128, 32, 1), 4),
+        ((64, 64, 1), 4),
+        ((128, 64, 1), 8),
+        ((256, 2, 16), 8),
+        ((1, 1, 1), 4),
+        ((511, 1, 16), 4),
+        ((512, 1, 16), 8),
+    ],
+)
+def test_depthwise_launch_config(tiles: tuple[int, int, int], warps: int) -> None:
+    """8 warps from a gathered block of 8192 elements, one stage."""
+    assert depthwise_launch_config(*tiles) == (warps, 1)
+
+
+# ---------------------------------------------------------------- extents
+
+
+def test_conv_extents_per_algorithm() -> None:
+    out = (1, 32, 7, 9)  # M = 63 whatever the algorithm
+    assert conv_extents("gemm", (32, 16, 1, 1), out, 1) == (63, 32, 16)
+    assert conv_extents("implicit-gemm", (32, 16, 3, 3), out, 1) == (63, 32, 144)
+    assert conv_extents("implicit-gemm", (32, 4, 3, 5), out, 4) == (63, 8, 60)
+    assert conv_extents("depthwise", (32, 1, 5, 3), out, 32) == (63, 32, 15)
+
+
+# ---------------------------------------------------------------- the pass and the pipelines
+
+
+def test_the_pass_checks_its_profile() -> None:
+    assert SelectConvAlgorithmPass().profile == "gpu"
+    assert SelectConvAlgorithmPass(profile="interpreter").profile == "interpreter"
+    with pytest.raises(ValueError, match="unknown tile profile 'fast'"):
+        SelectConvAlgorithmPass(profile="fast")  # type: ignore[arg-type]
+
+
+def _flatten(spec: NestedSpec) -> list[PassSpec]:
+    found: list[PassSpec] = []
+    for element in spec.elements:
+        found += _flatten(element) if isinstance(element, NestedSpec) else [element]
+    return found
+
+
+def test_teeny_inference_passes_the_profile_on() -> None:
+    pipeline = PIPELINES["teeny-inference"]
+    assert [o.name for o in pipeline.options] == ["profile"]
+    default = _flatten(pipeline.expand())
+    assert [p.name for p in default] == [
+        "split-bias",
+        "fuse-conv-bn-act",
+        "select-conv-algorithm",
+        "lower-graph-to-kernel",
+    ]
+    assert default == _flatten(parse_any(pipeline.text))
+    for profile in ("gpu", "interpreter"):
+        chosen = _flatten(pipeline.expand([("profile", (profile,))]))
+        select = [p for p in chosen if p.name == "select-conv-algorithm"]
+        assert [p.options for p in select] == [(("profile", (profile,)),)]
+        others = [p for p in chosen if p.name != "select-conv-algorithm"]
+        assert others == [p for p in default if p.name != "select-conv-algorithm"]
+    assert "profile=gpu|interpreter" in pipeline.options[0].describe()
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "message"),
+    [
+        (
+            "teeny-inference",
+            [("profle", ("gpu",))],
+            "named pipeline 'teeny-inference' has no option 'profle' (valid options: "
+            "profile); did you mean 'profile'?",
+        ),
+        (
+            "teeny-inference",
+            [("mode", ("training",))],
+            "named pipeline 'teeny-inference' has no option 'mode' (valid options: profile)",
+        ),
+        (
+            "teeny-inference",
+            [("profile", ("fast",))],
+            "bad value 'fast' for option 'profile' of named pipeline 'teeny-inference': "
+            "expected one of gpu, interpreter",
+        ),
+        (
+            "teeny-inference",
+            [("profile", ("gpu", "interpreter"))],
+            "expected a single gpu|interpreter, got a list of 2",
+        ),
+        ("cleanup", [("x", ("1",))], "named pipeline 'cleanup' takes no options"),
+    ],
+)
+def test_pipeline_option_errors(name: str, options: list[Any], message: str) -> None:
+    with pytest.raises(OptionError) as caught:
+        PIPELINES[name].expand(options)
+    assert message in str(caught.value)
+
+
+def _pipeline_options_are_wired() -> bool:
+    """Whether the pass manager hands named-pipeline options to
+    `NamedPipeline.expand` (teeny_ir/driver/pass_manager.py)."""
+    try:
+        PassManager.parse("teeny-inference{profile=gpu}")
+    except DiagnosticError as err:
+        if "takes no options" in str(err):
+            return False
+        raise
+    return True
+
+
+needs_wiring = pytest.mark.skipif(
+    not _pipeline_options_are_wired(),
+    reason="the pass manager does not pass named-pipeline options to NamedPipeline.expand yet",
+)
+
+
+@needs_wiring
+def test_pipeline_option_through_the_pass_manager() -> None:
+    text = PassManager.parse("teeny-inference{profile=interpreter}").pipeline_string()
+    assert text == (
+        "builtin.module(split-bias,fuse-conv-bn-act,select-conv-algorithm{profile=interpreter},"
+        "lower-graph-to-kernel)"
+    )
+    assert PassManager.parse(text).pipeline_string() == text
+    default = PassManager.parse("teeny-inference{profile=gpu}").pipeline_string()
+    assert default == PassManager.parse("teeny-inference").pipeline_string()
+    with pytest.raises(DiagnosticError, match="valid options: profile"):
+        PassManager.parse("teeny-inference{tiles=big}")
+    with pytest.raises(DiagnosticError, match="expected one of gpu, interpreter"):
+        PassManager.parse("teeny-inference{profile=tpu}")

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import (
     FusedLoc,
     IntAttr,
     ModuleOp,
+    NameLoc,
     NoneAttr,
     StringAttr,
 )
@@ -91,8 +92,22 @@ def test_fused_op_has_the_fold_and_a_fused_location() -> None:
     assert fused.scale.data == derivations.bn_scale(bn[0], bn[3], 1e-3, 16)
     assert fused.shift.data == derivations.bn_shift(*bn, 1e-3, 16, bias="m.0.conv.bias")
     assert fused.activation == "silu"
-    # conv and bias_add share the conv's location: merged, as MLIR's FusedLoc::get does.
-    assert fused.location == FusedLoc(ArrayAttr([_loc(8), _loc(9), _loc(10)]), NoneAttr())
+    # Each source named by its op (the plan's provenance); conv and bias_add share
+    # the conv's location, and both are listed.
+    assert fused.location == FusedLoc(
+        ArrayAttr(
+            [
+                NameLoc(StringAttr(name), _loc(line))
+                for name, line in (
+                    ("graph.conv2d", 8),
+                    ("graph.bias_add", 8),
+                    ("graph.batch_norm", 9),
+                    ("graph.silu", 10),
+                )
+            ]
+        ),
+        NoneAttr(),
+    )
     names = [op.param_name.data for op in _ops(module, ParamOp) if isinstance(op, ParamOp)]
     assert names == ["m.0.conv.weight"]  # the orphaned bias and statistics are gone
 

@@ -135,9 +135,13 @@ def gemm_case(
     tiles: tuple[int, int, int],
     rng: np.random.Generator,
     group_m: int = 8,
-    row_gap: int = 0,
+    image_gap: int = 0,
     extra_images: int = 0,
 ) -> Case:
+    """A conv1x1_gemm launch without residual (``r`` bound to a copy of ``x``,
+    never read); with ``image_gap``, the output's images lie that many elements
+    apart beyond their size (a batch-strided view) and the gaps must stay NaN.
+    Strided inputs and residuals are tested in test_gemm_epilogue.py."""
     block_m, block_n, block_k = tiles
     m = spatial[0] * spatial[1]
     x = rng.standard_normal((batch, c_in, m)).astype(np.float32)
@@ -146,27 +150,31 @@ def gemm_case(
     shift = rng.standard_normal(c_out).astype(np.float32)
     acc = np.einsum("nk,bkm->bnm", w.astype(np.float64), x.astype(np.float64))
     ref = _evaluate(activation, acc * scale[:, None].astype(np.float64) + shift[:, None])
-    row_stride = m + row_gap
-    expected = np.full((batch, c_out, row_stride), np.nan)
-    expected[:, :, :m] = ref
+    image = c_out * m
+    y_stride = image + image_gap
+    expected = np.full((batch, y_stride), np.nan)
+    expected[:, :image] = ref.reshape(batch, image)
+    numel = (batch - 1) * y_stride + image
     tiles_per_image = math.ceil(m / block_m) * math.ceil(c_out / block_n)
-    numel = batch * c_out * row_stride
     args: dict[str, Any] = {
         "x": x,
         "w": w,
         "scale": scale,
         "shift": shift,
+        "r": x,
         "y": ("output", numel),
         "B": batch,
         "C_IN": c_in,
         "C_OUT": c_out,
         "M": m,
-        "y_row_stride": row_stride,
+        "x_batch_stride": c_in * m,
+        "r_batch_stride": c_in * m,
+        "y_batch_stride": y_stride,
     }
     return Case(
         id=f"cin{c_in}-cout{c_out}-{spatial[0]}x{spatial[1]}-b{batch}-{activation}"
         + f"-tiles{block_m}x{block_n}x{block_k}-g{group_m}"
-        + (f"-gap{row_gap}" if row_gap else "")
+        + (f"-gap{image_gap}" if image_gap else "")
         + (f"-images+{extra_images}" if extra_images else ""),
         family="conv1x1_gemm",
         constexprs={
@@ -175,14 +183,15 @@ def gemm_case(
             "BLOCK_K": block_k,
             "GROUP_M": group_m,
             "ACTIVATION": activation,
+            "HAS_RESIDUAL": 0,
         },
         args=args,
         grid=(batch + extra_images) * tiles_per_image,
         # An unmasked store reaches at most BLOCK_N rows and BLOCK_M columns past the
         # last image, plus the images of extra programs.
-        pad=(block_n + extra_images * c_out) * row_stride + block_m,
+        pad=extra_images * y_stride + block_n * m + block_m,
         tol=REDUCTION_TOL,
-        expected={"y": expected.ravel()},
+        expected={"y": expected.ravel()[:numel]},
     )
 
 
@@ -216,9 +225,10 @@ def all_cases() -> list[Case]:
                 cases.append(
                     gemm_case(channels, channels, (7, 9), batch, activation, (64, 64, 32), rng)
                 )
-    # Several tiles per axis, partial GROUP_M groups, k tails, padded rows, extra programs.
+    # Several tiles per axis, partial GROUP_M groups, k tails, gaps between output
+    # images, extra programs.
     cases.append(gemm_case(37, 70, (13, 11), 3, "silu", (32, 32, 16), rng, group_m=2))
-    cases.append(gemm_case(21, 40, (9, 15), 2, "relu", (16, 16, 8), rng, group_m=3, row_gap=3))
+    cases.append(gemm_case(21, 40, (9, 15), 3, "relu", (16, 16, 8), rng, group_m=3, image_gap=29))
     cases.append(gemm_case(48, 33, (7, 9), 1, "sigmoid", (64, 32, 16), rng, extra_images=2))
     return cases
 
@@ -310,7 +320,7 @@ def test_template_matches_numpy(case: Case, results: dict[str, np.ndarray]) -> N
         assert corruption(buffer, case.pad) == []
         got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
         unwritten = np.isnan(expected)
-        assert np.isnan(got[unwritten]).all(), "wrote into the gap between output rows"
+        assert np.isnan(got[unwritten]).all(), "wrote into the gap between output images"
         assert_close(got[~unwritten], expected[~unwritten], case.tol)
 
 

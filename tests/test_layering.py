@@ -8,7 +8,7 @@ The layers, lowest first (a module may import its own layer and the ones below):
 2. ``dialects``.
 3. ``teeny_ir.reference``, ``teeny_ir.frontend``, the family lowerings
    (``teeny_ir.kernels.<family>.lowering``, ``teeny_ir.kernels.lowering``,
-   ``teeny_ir.kernels.opt_outs``) and
+   ``teeny_ir.kernels.opt_outs``, ``teeny_ir.kernels.views``) and
    ``teeny_ir.backend`` (plan, rendering, AOT), which the emit pass calls.
 4. ``passes``.
 5. ``teeny_ir.runtime``, ``teeny_ir.driver``, ``teeny_ir.testing`` (the tests'
@@ -92,7 +92,7 @@ def layer(module: str) -> int:
     if sub == "ir":
         return 1
     if sub == "kernels":
-        return 3 if parts[-1] in ("lowering", "opt_outs") else 1
+        return 3 if parts[-1] in ("lowering", "opt_outs", "views") else 1
     if parts[-1] == "__main__":
         return 5  # a command-line entry point (python -m ...)
     if sub in ("reference", "frontend", "backend"):

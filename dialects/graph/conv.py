@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, IntegerAttr, StringAttr, TensorType, f32, i64
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -42,12 +42,16 @@ from teeny_ir.ir.format import (
     i64_array_prop,
     int_array_option,
     keyword_option,
+    parse_attr_dict,
     parse_i64,
+    parse_options,
+    print_options,
     value_type,
 )
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser
+    from xdsl.printer import Printer
 
 ACTIVATIONS = pointwise.epilogue_names()
 """Epilogue activations of `FusedConv2dOp` (absent: none): the pointwise table's
@@ -147,8 +151,6 @@ class ConvOptionsOp(OptionsFormatOp):
         return shape
 
 
-
-
 def derivation_option(name: str) -> OptionParser:
     """Parser for a ``#derive.param<...>`` attribute."""
 
@@ -160,6 +162,7 @@ def derivation_option(name: str) -> OptionParser:
         return attr
 
     return parse
+
 
 @irdl_op_definition
 class Conv2dOp(ConvOptionsOp):
@@ -227,19 +230,28 @@ class FusedConv2dOp(ConvOptionsOp):
     """A convolution with its per-channel epilogue, made by fuse-conv-bn-act::
 
         y[n, o, i, j] = act(scale[o] * conv2d(x, w)[n, o, i, j] + shift[o])
+                        + residual[n, o, i, j]
 
     ``conv2d`` is `Conv2dOp` without bias (same options and shape rule). ``scale``
     and ``shift`` are derivations (``#derive.param<...>``, evaluated by
     `teeny_ir.core.derivations.evaluate`) of shape [C_out]: an inference BN fold
     gives ``bn_scale``/``bn_shift`` (a conv bias folded into the shift), a bias
     alone ``fill(1.0)``/``identity(bias)``. ``activation`` names an epilogue
-    entry of the pointwise table (`teeny_ir.core.pointwise`; absent: none). select-conv-algorithm sets ``algorithm`` (gemm,
-    depthwise, implicit-gemm) and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K], which
-    are set together; ``gemm`` needs `is_gemm_conv`.
+    entry of the pointwise table (`teeny_ir.core.pointwise`; absent: none). The
+    optional ``residual`` operand, of the result's type, is added after the
+    activation (YOLOv8's bottleneck ``x + SiLU(BN(conv(x)))``; absent: nothing
+    added); it is written ``residual %r`` after the input and weight, and its
+    type comes third in the signature. select-conv-algorithm sets ``algorithm``
+    (gemm, depthwise, implicit-gemm) and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K],
+    which are set together; ``gemm`` needs `is_gemm_conv`.
 
         %y = graph.fused_conv2d %x, %w scale #derive.param<...>
             shift #derive.param<...> algorithm gemm
             tiles [64, 64, 16] : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>)
+            -> tensor<?x16x4x4xf32>
+        %z = graph.fused_conv2d %x, %w residual %r scale #derive.param<...>
+            shift #derive.param<...> activation silu
+            : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>, tensor<?x16x4x4xf32>)
             -> tensor<?x16x4x4xf32>
     """
 
@@ -247,6 +259,7 @@ class FusedConv2dOp(ConvOptionsOp):
 
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
+    residual = opt_operand_def(TensorType)
     result = result_def(TensorType)
 
     scale = prop_def(DerivationAttr)
@@ -276,13 +289,15 @@ class FusedConv2dOp(ConvOptionsOp):
         padding: Sequence[int] | None = None,
         dilation: Sequence[int] | None = None,
         groups: int | None = None,
+        residual: SSAValue | Operation | None = None,
         result_type: TensorType | None = None,
     ):
-        """Build a fused convolution; options left as None stay absent (default)."""
+        """Build a fused convolution; options left as None stay absent (default),
+        and so does ``residual`` (the value added after the activation)."""
         if result_type is None:
             result_type = _inferred_type(input, weight, strides, padding, dilation, groups)
         super().__init__(
-            operands=[input, weight],
+            operands=[input, weight, residual],
             result_types=[result_type],
             properties={
                 **_conv_properties(strides, padding, dilation, groups),
@@ -291,6 +306,63 @@ class FusedConv2dOp(ConvOptionsOp):
                 "activation": None if activation is None else StringAttr(activation),
             },
         )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        """``%x, %w [residual %r] (keyword value)* attr-dict : (types) -> type``."""
+        start = parser.pos
+        operands = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        if len(operands) > 2:
+            parser.raise_error(
+                f"expected the input and weight operands of {cls.name}, got {len(operands)} "
+                "operands (a residual is written 'residual %r')",
+                start,
+                parser.pos,
+            )
+        if parser.parse_optional_keyword("residual") is not None:
+            if len(operands) != 2:
+                parser.raise_error(
+                    f"expected the input and weight operands before 'residual', "
+                    f"got {len(operands)}",
+                    start,
+                    parser.pos,
+                )
+            operands.append(parser.parse_unresolved_operand())
+        properties = parse_options(parser, cls.OPTIONS)
+        misplaced = parser.pos
+        if parser.parse_optional_keyword("residual") is not None:
+            parser.raise_error(
+                "expected 'residual %r' right after the input and weight operands",
+                misplaced,
+                parser.pos,
+            )
+        attributes = parse_attr_dict(parser, cls.OPTIONS)
+        parser.parse_punctuation(":")
+        start = parser.pos
+        signature = parser.parse_function_type()
+        values = parser.resolve_operands(operands, signature.inputs.data, start)
+        return cls.create(
+            operands=values,
+            result_types=signature.outputs.data,
+            properties=properties,
+            attributes=attributes,
+        )
+
+    def print(self, printer: Printer) -> None:
+        # From the operand list, so that an op with the wrong count (the verifier
+        # says so) still prints: input, weight, then the residual if any.
+        operands = list(self.operands)
+        printer.print_string(" ")
+        printer.print_list(operands[:2], printer.print_operand)
+        for residual in operands[2:]:
+            printer.print_string(" residual ")
+            printer.print_operand(residual)
+        print_options(printer, self, self.OPTIONS)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.operand_types, self.result_types)
 
     @property
     def activation(self) -> str:
@@ -314,6 +386,12 @@ class FusedConv2dOp(ConvOptionsOp):
                 raise VerifyException(
                     f"expected {name} of shape [{shape[1]}], got {list(attr.data.shape)}"
                 )
+        if self.residual is not None and self.residual.type != self.result.type:
+            raise VerifyException(
+                f"expected residual of the result type {self.result.type}, "
+                f"got {self.residual.type} (the residual is added elementwise, "
+                "without broadcasting)"
+            )
         if self.activation_attr is not None and self.activation not in ACTIVATIONS:
             raise VerifyException(
                 "expected activation to be an epilogue entry of the pointwise table, "

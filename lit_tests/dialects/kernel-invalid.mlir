@@ -52,7 +52,7 @@ func.func @unknown_family(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 // -----
 
 func.func @operand_dtype(%x: tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32> {
-  // expected-error@+1 {{operand #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), got tensor<?x4x4x4xf16>}}
+  // expected-error@+1 {{operand #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), contiguous or with a #kernel.batch_stride covering an image, got tensor<?x4x4x4xf16>}}
   %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
@@ -60,7 +60,7 @@ func.func @operand_dtype(%x: tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32> {
 // -----
 
 func.func @result_dynamic_channel(%x: tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32> {
-  // expected-error@+1 {{result #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), got tensor<?x?x4x4xf32>}}
+  // expected-error@+1 {{result #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), contiguous or with a #kernel.batch_stride covering an image, got tensor<?x?x4x4xf32>}}
   %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32>
   func.return %y : tensor<?x?x4x4xf32>
 }

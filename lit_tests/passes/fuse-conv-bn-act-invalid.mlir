@@ -107,3 +107,75 @@ func.func @bn_in_training_mode(%x: tensor<?x2x4x4xf32>) -> tensor<?x4x4x4xf32> {
   %n = graph.batch_norm %c, %g, %g, %g, %g : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
   func.return %n : tensor<?x4x4x4xf32>
 }
+
+// -----
+
+// A residual add folds only a value computed before the convolution (the fused op
+// takes the add's place): here conv + silu fuse and the add stays.
+func.func @residual_computed_after_the_conv(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.silu %c : tensor<?x4x4x4xf32>
+  %r = graph.relu %x : tensor<?x4x4x4xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: mode=training never folds a residual graph.add
+  // expected-remark@+1 {{not fused: the residual operand of graph.add is computed after the convolution}}
+  %z = graph.add %r, %y : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %z : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Nor one that needs broadcasting, on either side.
+func.func @residual_broadcasts(%x: tensor<?x4x4x4xf32>, %r: tensor<4x1x1xf32>, %s: tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.silu %c : tensor<?x4x4x4xf32>
+  // expected-remark@+1 {{not fused: the residual of graph.add has type tensor<4x1x1xf32>, not the graph.silu result's type tensor<?x4x4x4xf32> (no broadcasting)}}
+  %z = graph.add %y, %r : (tensor<?x4x4x4xf32>, tensor<4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %v = graph.param "v" : tensor<4x4x4x4xf32>
+  %d = graph.conv2d %x, %v strides [4, 4] : (tensor<?x4x4x4xf32>, tensor<4x4x4x4xf32>) -> tensor<?x4x1x1xf32>
+  // expected-remark@+1 {{not fused: the residual of graph.add has type tensor<?x4x4x4xf32>, not the graph.conv2d result's type tensor<?x4x1x1xf32> (no broadcasting)}}
+  %t = graph.add %s, %d : (tensor<?x4x4x4xf32>, tensor<?x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  func.return %z, %t : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// The chain's value used by the add and by something else: the add stays.
+func.func @residual_chain_value_two_users(%x: tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.conv2d result has 2 uses
+  // expected-remark@+1 {{not fused: the graph.conv2d result has 2 uses}}
+  %z = graph.add %x, %c : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %d = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.silu %d : tensor<?x4x4x4xf32>
+  // expected-remark@+1 {{not fused: the graph.silu result has 2 uses}}
+  %t = graph.add %y, %x : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %c, %z, %y, %t : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// An add of the chain's value to itself: the value has two uses.
+func.func @residual_is_the_chain_value(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  // expected-remark@+1 {{not fused: the graph.conv2d result has 2 uses}}
+  %z = graph.add %c, %c : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %z : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Training mode never folds a residual add (a backward would need the
+// activation's own result): conv + bias + silu fuse, the add stays.
+func.func @residual_in_training_mode(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %b = graph.param "b" : tensor<4xf32>
+  %c = graph.conv2d %x, %w, %b : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.silu %c : tensor<?x4x4x4xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds a residual graph.add
+  %z = graph.add %y, %x : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %z : tensor<?x4x4x4xf32>
+}

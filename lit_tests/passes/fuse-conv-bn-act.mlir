@@ -167,3 +167,134 @@ func.func @cleanup_only_orphans(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>
   %n = graph.batch_norm %c, %g, %g, %m, %v : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
   func.return %n, %m : tensor<?x4x4x4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// A residual add after the chain (YOLOv8's bottleneck, x + SiLU(BN(conv(x)))) becomes
+// the fused op's residual, residual first; the fused op takes the add's place.
+// Training mode keeps the batch norm, so nothing reaches the add.
+// CHECK-LABEL: func.func @bottleneck_residual_lhs
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x8x4x4xf32>)
+// CHECK:         %[[W:.*]] = graph.param "m.cv2.conv.weight"
+// INFER-NOT:     graph.param "m.cv2.bn
+// INFER:         %[[Y:.*]] = graph.fused_conv2d %[[X]], %[[W]] residual %[[X]] padding [1, 1, 1, 1] scale #derive.param<bn_scale("m.cv2.bn.weight", "m.cv2.bn.running_var") eps 0.001 : [8]> shift #derive.param<bn_shift("m.cv2.bn.weight", "m.cv2.bn.bias", "m.cv2.bn.running_mean", "m.cv2.bn.running_var") eps 0.001 : [8]> activation silu : (tensor<?x8x4x4xf32>, tensor<8x8x3x3xf32>, tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32>
+// INFER-NOT:     graph.add
+// INFER-NEXT:    func.return %[[Y]]
+// TRAIN:         graph.conv2d
+// TRAIN-NEXT:    graph.batch_norm
+// TRAIN-NEXT:    graph.silu
+// TRAIN-NEXT:    graph.add
+// TRAIN-NOT:     graph.fused_conv2d
+func.func @bottleneck_residual_lhs(%x: tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32> {
+  %w = graph.param "m.cv2.conv.weight" : tensor<8x8x3x3xf32>
+  %g = graph.param "m.cv2.bn.weight" : tensor<8xf32>
+  %b = graph.param "m.cv2.bn.bias" : tensor<8xf32>
+  %m = graph.param "m.cv2.bn.running_mean" : tensor<8xf32>
+  %v = graph.param "m.cv2.bn.running_var" : tensor<8xf32>
+  %c = graph.conv2d %x, %w padding [1, 1, 1, 1] : (tensor<?x8x4x4xf32>, tensor<8x8x3x3xf32>) -> tensor<?x8x4x4xf32>
+  %n = graph.batch_norm %c, %g, %b, %m, %v eps 1.0e-3 : (tensor<?x8x4x4xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) -> tensor<?x8x4x4xf32>
+  %y = graph.silu %n : tensor<?x8x4x4xf32>
+  %z = graph.add %x, %y : (tensor<?x8x4x4xf32>, tensor<?x8x4x4xf32>) -> tensor<?x8x4x4xf32>
+  func.return %z : tensor<?x8x4x4xf32>
+}
+
+// -----
+
+// The chain's value first; bias + SiLU without batch norm; the residual a block
+// argument other than the input. Training mode fuses conv + bias + silu and keeps the add.
+// CHECK-LABEL: func.func @bias_silu_residual_rhs
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x2x4x4xf32>, %[[R:.*]]: tensor<?x4x4x4xf32>)
+// CHECK-NOT:     graph.param "b"
+// INFER:         %[[Y:.*]] = graph.fused_conv2d %[[X]], %{{.*}} residual %[[R]] scale #derive.param<fill(1.0) : [4]> shift #derive.param<identity("b") : [4]> activation silu : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+// INFER-NEXT:    func.return %[[Y]]
+// TRAIN:         %[[Y:.*]] = graph.fused_conv2d %[[X]], %{{.*}} scale #derive.param<fill(1.0) : [4]> shift #derive.param<identity("b") : [4]> activation silu : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+// TRAIN-NEXT:    %[[Z:.*]] = graph.add %[[Y]], %[[R]]
+// TRAIN-NEXT:    func.return %[[Z]]
+func.func @bias_silu_residual_rhs(%x: tensor<?x2x4x4xf32>, %r: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x2x1x1xf32>
+  %bias = graph.param "b" : tensor<4xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %a = graph.bias_add %c, %bias : (tensor<?x4x4x4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.silu %a : tensor<?x4x4x4xf32>
+  %z = graph.add %y, %r : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %z : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// A bias alone (the conv's own), or nothing at all, before the add: the residual
+// still folds (here an op's result computed before the convolution). Training
+// mode leaves both convolutions alone: a conv with only an add after it.
+// CHECK-LABEL: func.func @bias_or_nothing_then_residual
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x4x4x4xf32>)
+// CHECK:         %[[R:.*]] = graph.relu %[[X]]
+// CHECK-NEXT:    %[[W:.*]] = graph.param "w"
+// INFER-NOT:     graph.param "b"
+// INFER-NEXT:    %[[A:.*]] = graph.fused_conv2d %[[X]], %[[W]] residual %[[R]] scale #derive.param<fill(1.0) : [4]> shift #derive.param<identity("b") : [4]> : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+// INFER-NEXT:    %[[B:.*]] = graph.fused_conv2d %[[X]], %[[W]] residual %[[R]] scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+// INFER-NEXT:    func.return %[[A]], %[[B]]
+// TRAIN:         graph.conv2d %[[X]], %[[W]], %{{.*}} :
+// TRAIN-NEXT:    graph.add
+// TRAIN-NEXT:    graph.conv2d %[[X]], %[[W]] :
+// TRAIN-NEXT:    graph.add
+// TRAIN-NOT:     graph.fused_conv2d
+func.func @bias_or_nothing_then_residual(%x: tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
+  %r = graph.relu %x : tensor<?x4x4x4xf32>
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %bias = graph.param "b" : tensor<4xf32>
+  %c = graph.conv2d %x, %w, %bias : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %y = graph.add %c, %r : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %d = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %z = graph.add %r, %d : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %y, %z : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// Two bottlenecks in a row, as in YOLOv8's C2f (n=2): the second's residual is
+// the first's fused op, which comes before the second's convolutions.
+// CHECK-LABEL: func.func @two_bottlenecks
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x4x4x4xf32>)
+// INFER:         %[[A:.*]] = graph.fused_conv2d %[[X]], %{{.*}} scale {{.*}} activation silu :
+// INFER-NEXT:    %[[S:.*]] = graph.fused_conv2d %[[A]], %{{.*}} residual %[[X]] scale {{.*}} activation silu :
+// INFER-NEXT:    %[[B:.*]] = graph.fused_conv2d %[[S]], %{{.*}} scale {{.*}} activation silu :
+// INFER-NEXT:    %[[T:.*]] = graph.fused_conv2d %[[B]], %{{.*}} residual %[[S]] scale {{.*}} activation silu :
+// INFER-NEXT:    func.return %[[T]]
+// TRAIN-COUNT-4: graph.fused_conv2d
+// TRAIN-NOT:     residual
+func.func @two_bottlenecks(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
+  %w = graph.param "w" : tensor<4x4x1x1xf32>
+  %c0 = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y0 = graph.silu %c0 : tensor<?x4x4x4xf32>
+  %c1 = graph.conv2d %y0, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y1 = graph.silu %c1 : tensor<?x4x4x4xf32>
+  %s = graph.add %x, %y1 : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %c2 = graph.conv2d %s, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y2 = graph.silu %c2 : tensor<?x4x4x4xf32>
+  %c3 = graph.conv2d %y2, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
+  %y3 = graph.silu %c3 : tensor<?x4x4x4xf32>
+  %t = graph.add %s, %y3 : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  func.return %t : tensor<?x4x4x4xf32>
+}
+
+// -----
+
+// YOLOv8's detect head after split-bias: conv + bias + SiLU without batch norm,
+// and a final conv with a bias and nothing else; both fuse in either mode.
+// CHECK-LABEL: func.func @detect_head_convs
+// CHECK-NOT:     graph.param "b
+// CHECK:         %[[A:.*]] = graph.fused_conv2d %{{.*}}, %{{.*}} padding [1, 1, 1, 1] scale #derive.param<fill(1.0) : [4]> shift #derive.param<identity("b0") : [4]> activation silu : (tensor<?x4x4x4xf32>, tensor<4x4x3x3xf32>) -> tensor<?x4x4x4xf32>
+// CHECK-NEXT:    %[[B:.*]] = graph.fused_conv2d %[[A]], %{{.*}} scale #derive.param<fill(1.0) : [6]> shift #derive.param<identity("b1") : [6]> : (tensor<?x4x4x4xf32>, tensor<6x4x1x1xf32>) -> tensor<?x6x4x4xf32>
+// CHECK-NEXT:    func.return %[[B]]
+func.func @detect_head_convs(%x: tensor<?x4x4x4xf32>) -> tensor<?x6x4x4xf32> {
+  %w0 = graph.param "w0" : tensor<4x4x3x3xf32>
+  %b0 = graph.param "b0" : tensor<4xf32>
+  %w1 = graph.param "w1" : tensor<6x4x1x1xf32>
+  %b1 = graph.param "b1" : tensor<6xf32>
+  %c0 = graph.conv2d %x, %w0 padding [1, 1, 1, 1] : (tensor<?x4x4x4xf32>, tensor<4x4x3x3xf32>) -> tensor<?x4x4x4xf32>
+  %a0 = graph.bias_add %c0, %b0 : (tensor<?x4x4x4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
+  %y0 = graph.silu %a0 : tensor<?x4x4x4xf32>
+  %c1 = graph.conv2d %y0, %w1 : (tensor<?x4x4x4xf32>, tensor<6x4x1x1xf32>) -> tensor<?x6x4x4xf32>
+  %y1 = graph.bias_add %c1, %b1 : (tensor<?x6x4x4xf32>, tensor<6xf32>) -> tensor<?x6x4x4xf32>
+  func.return %y1 : tensor<?x6x4x4xf32>
+}

@@ -83,6 +83,31 @@ func.func @implicit_gemm_tile_boundaries(%a: tensor<?x64x16x9xf32>, %b: tensor<?
 
 // -----
 
+// Depthwise convolutions (groups == C_in == C_out, any window) take the
+// depthwise_conv family, with tiles [positions, channels, taps] from
+// pick_depthwise_tile_sizes(M = OH * OW, N = C, K = KH * KW): gpu BLOCK_P 128
+// from M 128 (64 below), BLOCK_C = C rounded up to a power of two (at most 32),
+// BLOCK_T 1. M 128 / C 17 -> [128, 32, 1]; M 127 / C 16 -> [64, 16, 1];
+// M 1 / C 3 with a 1x1 window -> [64, 4, 1]; C 64 -> [64, 32, 1]. Fused ones too.
+// CHECK-LABEL: func.func @depthwise
+// CHECK:         graph.fused_conv2d %{{.*}}, %{{.*}} padding [1, 1, 1, 1] groups 17 scale #derive.param<fill(1.0) : [17]> shift #derive.param<fill(0.0) : [17]> algorithm depthwise tiles [128, 32, 1] : (tensor<?x17x16x8xf32>, tensor<17x1x3x3xf32>) -> tensor<?x17x16x8xf32>
+// CHECK:         algorithm depthwise tiles [64, 16, 1] : (tensor<?x16x127x1xf32>
+// CHECK:         algorithm depthwise tiles [64, 4, 1] : (tensor<?x3x1x1xf32>
+// CHECK:         graph.fused_conv2d {{.*}} strides [2, 2] padding [0, 1, 2, 3] dilation [2, 2] groups 64 {{.*}} activation silu algorithm depthwise tiles [64, 32, 1] : (tensor<?x64x9x9xf32>
+func.func @depthwise(%a: tensor<?x17x16x8xf32>, %b: tensor<?x16x127x1xf32>, %c: tensor<?x3x1x1xf32>, %d: tensor<?x64x9x9xf32>) -> (tensor<?x17x16x8xf32>, tensor<?x16x127x1xf32>, tensor<?x3x1x1xf32>, tensor<?x64x4x5xf32>) {
+  %wa = graph.param "wa" : tensor<17x1x3x3xf32>
+  %wb = graph.param "wb" : tensor<16x1x3x1xf32>
+  %wc = graph.param "wc" : tensor<3x1x1x1xf32>
+  %wd = graph.param "wd" : tensor<64x1x3x3xf32>
+  %ya = graph.conv2d %a, %wa padding [1, 1, 1, 1] groups 17 : (tensor<?x17x16x8xf32>, tensor<17x1x3x3xf32>) -> tensor<?x17x16x8xf32>
+  %yb = graph.conv2d %b, %wb padding [1, 0, 1, 0] groups 16 : (tensor<?x16x127x1xf32>, tensor<16x1x3x1xf32>) -> tensor<?x16x127x1xf32>
+  %yc = graph.conv2d %c, %wc groups 3 : (tensor<?x3x1x1xf32>, tensor<3x1x1x1xf32>) -> tensor<?x3x1x1xf32>
+  %yd = graph.fused_conv2d %d, %wd strides [2, 2] padding [0, 1, 2, 3] dilation [2, 2] groups 64 scale #derive.param<fill(1.0) : [64]> shift #derive.param<fill(0.0) : [64]> activation silu : (tensor<?x64x9x9xf32>, tensor<64x1x3x3xf32>) -> tensor<?x64x4x5xf32>
+  func.return %ya, %yb, %yc, %yd : tensor<?x17x16x8xf32>, tensor<?x16x127x1xf32>, tensor<?x3x1x1xf32>, tensor<?x64x4x5xf32>
+}
+
+// -----
+
 // A plain conv2d becomes a fused one with the identity epilogue; its bias
 // param is named by the shift (and removed, now unused).
 // CHECK-LABEL: func.func @plain_convs_are_wrapped

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -28,8 +29,10 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import RenderError, render
 
 FORMAT = "teeny-ir-plan"
-VERSION = 2
-"""2: a pointwise constexpr is the name of a pointwise-table entry (a string)."""
+VERSION = 3
+"""2: a pointwise constexpr is the name of a pointwise-table entry (a string).
+3: ``views`` (channel slices of buffers, zero-copy splits and concats) and each
+launch's ``sources`` (the graph ops it implements, with their locations)."""
 BATCH = "B"
 """The only symbol plan expressions may use: the batch size."""
 
@@ -58,6 +61,12 @@ def _record(properties: dict[str, Any], *optional: str) -> dict[str, Any]:
 _DIMS = _array(_int(1))
 _SHAPE = _array({"oneOf": [_int(1), _TEXT]})
 _TENSOR = _record({"name": _NAME, "shape": _SHAPE, "dtype": _F32})
+_SOURCE = _record({"op": _TEXT, "loc": _TEXT}, "loc")
+_VIEW = _record(
+    {"name": _NAME, "shape": _SHAPE, "dtype": _F32, "base": _NAME}
+    | {"offset": _int(0, 2**31 - 1), "batch_stride": _int(1, 2**31 - 1)}
+    | {"sources": _array(_SOURCE, maxItems=64)}
+)
 _DERIVATION = _record(
     {"kind": {"enum": list(KINDS)}, "sources": _array(_TEXT), "shape": _DIMS}
     | {"eps": {"type": "number"}, "value": {"type": "number"}},
@@ -77,13 +86,14 @@ _LAUNCH = _record(
     {"kernel": _NAME, "grid": _array(_TEXT, minItems=3, maxItems=3)}
     | {"num_warps": _int(1, MAX_NUM_WARPS), "num_stages": _int(1)}
     | {"args": _array({"oneOf": [_record({"tensor": _NAME}), _record({"expr": _TEXT})]})}
+    | {"sources": _array(_SOURCE, maxItems=64)}
 )
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": f"teeny_ir launch plan, version {VERSION}",
 } | _record(
     {"format": {"const": FORMAT}, "version": {"const": VERSION}, "function": _NAME}
-    | {"inputs": _array(_TENSOR), "buffers": _array(_TENSOR)}
+    | {"inputs": _array(_TENSOR), "buffers": _array(_TENSOR), "views": _array(_VIEW)}
     | {"weights": _array(_record({"name": _TEXT, "shape": _DIMS, "dtype": _F32}))}
     | {
         "params": _array(
@@ -106,6 +116,32 @@ class TensorSpec:
 
     name: str
     shape: tuple[int | str, ...]
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """A graph op a launch or view implements: its name and source location
+    (``file:line:col``, empty when unknown)."""
+
+    op: str
+    loc: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"op": self.op} | ({"loc": self.loc} if self.loc else {})
+
+
+@dataclass(frozen=True)
+class ViewSpec:
+    """A batch-strided view of a buffer: images ``batch_stride`` elements apart,
+    each contiguous and ``offset`` elements into the base's image (a channel
+    slice: a split's part, or a concat's operand written in place)."""
+
+    name: str
+    shape: tuple[int | str, ...]
+    base: str
+    offset: int
+    batch_stride: int
+    sources: tuple[SourceSpec, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -167,6 +203,9 @@ class LaunchSpec:
     num_warps: int
     num_stages: int
     args: tuple[Arg, ...]
+    sources: tuple[SourceSpec, ...] = ()
+    """Provenance: the graph ops this launch implements (the seed's
+    ``lower_with_mapping``)."""
 
 
 @dataclass(frozen=True)
@@ -181,6 +220,7 @@ class Plan:
     kernels: tuple[KernelSpec, ...]
     launches: tuple[LaunchSpec, ...]
     outputs: tuple[str, ...]
+    views: tuple[ViewSpec, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         def tensor(t: TensorSpec | WeightSpec | ParamSpec) -> dict[str, Any]:
@@ -204,6 +244,18 @@ class Plan:
                 "num_warps": entry.num_warps,
                 "num_stages": entry.num_stages,
                 "args": args,
+                "sources": [source.to_json() for source in entry.sources],
+            }
+
+        def view(v: ViewSpec) -> dict[str, Any]:
+            return {
+                "name": v.name,
+                "shape": list(v.shape),
+                "dtype": "f32",
+                "base": v.base,
+                "offset": v.offset,
+                "batch_stride": v.batch_stride,
+                "sources": [source.to_json() for source in v.sources],
             }
 
         return {
@@ -214,6 +266,7 @@ class Plan:
             "weights": [tensor(w) for w in self.weights],
             "params": [tensor(p) | {"derivation": p.derivation.to_json()} for p in self.params],
             "buffers": [tensor(t) for t in self.buffers],
+            "views": [view(v) for v in self.views],
             "kernels": [kernel(k) for k in self.kernels],
             "launches": [launch(entry) for entry in self.launches],
             "outputs": [{"tensor": name} for name in self.outputs],
@@ -242,10 +295,26 @@ class Plan:
                 k["name"], k["family"], k["file"], constexprs, k["source_sha256"], compiled
             )
 
+        def sources(entries: Any) -> tuple[SourceSpec, ...]:
+            return tuple(SourceSpec(s["op"], s.get("loc", "")) for s in entries)
+
         def launch(entry: Mapping[str, Any]) -> LaunchSpec:
             args = tuple(Arg(a.get("tensor"), a.get("expr")) for a in entry["args"])
             grid = (entry["grid"][0], entry["grid"][1], entry["grid"][2])
-            return LaunchSpec(entry["kernel"], grid, entry["num_warps"], entry["num_stages"], args)
+            return LaunchSpec(
+                entry["kernel"],
+                grid,
+                entry["num_warps"],
+                entry["num_stages"],
+                args,
+                sources(entry["sources"]),
+            )
+
+        def view(v: Mapping[str, Any]) -> ViewSpec:
+            shape = tuple(d if isinstance(d, str) else int(d) for d in v["shape"])
+            return ViewSpec(
+                v["name"], shape, v["base"], v["offset"], v["batch_stride"], sources(v["sources"])
+            )
 
         return cls(
             function=data["function"],
@@ -258,6 +327,7 @@ class Plan:
             kernels=tuple(kernel(k) for k in data["kernels"]),
             launches=tuple(launch(entry) for entry in data["launches"]),
             outputs=tuple(o["tensor"] for o in data["outputs"]),
+            views=tuple(view(v) for v in data["views"]),
         )
 
 
@@ -318,8 +388,80 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"'{name}' is not a number in a plan")
 
 
-_POINTER_REFS = {"input": ("input", "buffer"), "param": ("param",), "output": ("buffer",)}
+_POINTER_REFS = {
+    "input": ("input", "buffer", "view"),
+    "param": ("param",),
+    "output": ("buffer", "view"),
+}
 """ABI pointer kind -> the plan tensors it may refer to."""
+
+
+def _static_image(shape: tuple[int | str, ...]) -> int | None:
+    """Elements of one image (``shape[1:]``), or None if one is symbolic."""
+    sizes = shape[1:]
+    if not all(isinstance(d, int) for d in sizes):
+        return None
+    return math.prod(int(d) for d in sizes)
+
+
+def _check_views(plan: Plan, kinds: dict[str, str]) -> dict[str, tuple[str, int, int]]:
+    """Each view is a channel slice inside one image of its base (an input or a
+    buffer; so, for every batch, inside the base). Returns name -> (base,
+    first, end): the element interval of the image it covers; a buffer or an
+    input covers its whole image."""
+    regions: dict[str, tuple[str, int, int]] = {}
+    buffers = {spec.name: spec for spec in (*plan.inputs, *plan.buffers)}
+    for spec in (*plan.inputs, *plan.buffers):
+        image = _static_image(spec.shape)  # None: a symbol the expression check refuses
+        regions[spec.name] = (spec.name, 0, 1 if image is None else image)
+    for view in plan.views:
+        where = f"view '{view.name}'"
+        if view.name in kinds:
+            raise PlanError(f"tensor '{view.name}' is defined twice")
+        kinds[view.name] = "view"
+        base = buffers.get(view.base)
+        if base is None:
+            raise PlanError(
+                f"{where} has base '{view.base}', which is not an input or a buffer of the plan"
+            )
+        image, base_image = _static_image(view.shape), _static_image(base.shape)
+        if (
+            image is None
+            or base_image is None
+            or len(view.shape) != len(base.shape)
+            or len(view.shape) < 2
+            or view.shape[0] != base.shape[0]
+            or view.shape[2:] != base.shape[2:]
+        ):
+            raise PlanError(
+                f"{where} {list(view.shape)} is not a channel slice of '{view.base}' "
+                f"{list(base.shape)}"
+            )
+        if view.batch_stride != base_image:
+            raise PlanError(
+                f"{where} has batch stride {view.batch_stride}, but an image of "
+                f"'{view.base}' holds {base_image} elements"
+            )
+        if view.offset + image > base_image:
+            raise PlanError(
+                f"{where} covers elements [{view.offset}, {view.offset + image}) of each "
+                f"image of '{view.base}', which holds {base_image}"
+            )
+        regions[view.name] = (view.base, view.offset, view.offset + image)
+    return regions
+
+
+def _covered(region: tuple[str, int, int], written: Mapping[str, list[tuple[int, int]]]) -> bool:
+    """Whether the intervals written into the region's base cover it."""
+    base, first, end = region
+    position = first
+    for start, stop in sorted(written.get(base, ())):
+        if start > position:
+            break
+        position = max(position, stop)
+        if position >= end:
+            return True
+    return position >= end
 
 
 def _check_semantics(plan: Plan, root: Path) -> None:
@@ -329,8 +471,10 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             if spec.name in kinds:
                 raise PlanError(f"tensor '{spec.name}' is defined twice")
             kinds[spec.name] = kind
+    regions = _check_views(plan, kinds)
     uses_batch = False
-    for tensor in (*plan.inputs, *plan.buffers):
+    tensors: list[TensorSpec | ViewSpec] = [*plan.inputs, *plan.buffers, *plan.views]
+    for tensor in tensors:
         for dim in tensor.shape:
             if isinstance(dim, str):
                 uses_batch |= _check_expr(dim, f"shape of '{tensor.name}'")
@@ -355,9 +499,10 @@ def _check_semantics(plan: Plan, root: Path) -> None:
         raise PlanError("two kernels have the same name")
     for kernel in plan.kernels:
         _check_kernel(kernel, root)
-    written: set[str] = set()
-    shapes = {spec.name: spec.shape for spec in (*plan.inputs, *plan.buffers)}
-    shapes |= {param.name: param.shape for param in plan.params}
+    written: dict[str, list[tuple[int, int]]] = {
+        spec.name: [regions[spec.name][1:]] for spec in plan.inputs
+    }
+    shapes = tensor_shapes(plan)
     for index, launch in enumerate(plan.launches):
         where = f"launch {index} ('{launch.kernel}')"
         if launch.kernel not in kernels:
@@ -370,7 +515,7 @@ def _check_semantics(plan: Plan, root: Path) -> None:
                 f"{where} passes {len(launch.args)} arguments; family '{family.name}' takes "
                 f"{len(family.args)} ({', '.join(a.name for a in family.args)})"
             )
-        outputs: set[str] = set()
+        outputs: list[str] = []
         for abi, arg in zip(family.args, launch.args, strict=True):
             what = f"{where} argument '{abi.name}' ({abi.kind})"
             if abi.kind not in _POINTER_REFS:
@@ -379,23 +524,31 @@ def _check_semantics(plan: Plan, root: Path) -> None:
                 uses_batch |= _check_expr(arg.expr, what)
                 continue
             if arg.tensor is None:
-                raise PlanError(f"{what} must be a tensor, got expression '{arg.expr}'")
+                raise PlanError(f"{what} must be a tensor, got expression '{arg.tensor}'")
             if arg.tensor not in kinds:
                 raise PlanError(f"{what} refers to undefined tensor '{arg.tensor}'")
             kind = kinds[arg.tensor]
             if kind not in _POINTER_REFS[abi.kind]:
                 allowed = " or ".join(_POINTER_REFS[abi.kind])
                 raise PlanError(f"{what} must refer to: {allowed}; got {kind} '{arg.tensor}'")
-            if abi.kind == "input" and kind == "buffer" and arg.tensor not in written:
-                raise PlanError(f"{what} reads buffer '{arg.tensor}' before any launch writes it")
+            if (
+                abi.kind == "input"
+                and kind in ("buffer", "view")
+                and not _covered(regions[arg.tensor], written)
+            ):
+                raise PlanError(
+                    f"{what} reads {kind} '{arg.tensor}' before launches have written all of it"
+                )
             if abi.kind == "output":
-                outputs.add(arg.tensor)
-        written |= outputs
+                outputs.append(arg.tensor)
+        for name in outputs:
+            base, first, end = regions[name]
+            written.setdefault(base, []).append((first, end))
     for name in plan.outputs:
         if kinds.get(name) not in ("input", "buffer") or (
-            kinds[name] == "buffer" and name not in written
+            kinds[name] == "buffer" and not _covered(regions[name], written)
         ):
-            raise PlanError(f"output '{name}' is not an input or a buffer written by a launch")
+            raise PlanError(f"output '{name}' is not an input or a buffer written by launches")
     batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
     if uses_batch and not batch_inputs:
         raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")
@@ -404,6 +557,18 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             validator.validate(launch_contract(plan, kernels[launch.kernel], launch, shapes))
         except validator.ContractError as err:
             raise PlanError(f"launch {index} ('{launch.kernel}'): {err}") from None
+
+
+def tensor_shapes(plan: Plan) -> dict[str, tuple[int | str, ...]]:
+    """Every tensor a launch may bind (inputs, parameters, buffers, views), by name."""
+    shapes: dict[str, tuple[int | str, ...]] = {}
+    for spec in (*plan.inputs, *plan.buffers):
+        shapes[spec.name] = spec.shape
+    for view in plan.views:
+        shapes[view.name] = view.shape
+    for param in plan.params:
+        shapes[param.name] = param.shape
+    return shapes
 
 
 def _check_kernel(kernel: KernelSpec, root: Path) -> None:
@@ -437,8 +602,7 @@ def launch_contract(
     """A plan launch as the one contract validator sees it (tensors by plan name)."""
     family = FAMILIES[kernel.family]
     if shapes is None:
-        shapes = {spec.name: spec.shape for spec in (*plan.inputs, *plan.buffers)}
-        shapes |= {param.name: param.shape for param in plan.params}
+        shapes = tensor_shapes(plan)
     args = tuple(
         (abi.name, arg.tensor if arg.tensor is not None else arg.expr or "")
         for abi, arg in zip(family.args, launch.args, strict=True)
@@ -452,6 +616,7 @@ def launch_contract(
         tuple(launch.grid),
         launch.num_warps,
         launch.num_stages,
+        tuple(sorted((v.name, v.batch_stride) for v in plan.views if v.name in bound)),
     )
 
 

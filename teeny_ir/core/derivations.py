@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 if TYPE_CHECKING:
     import numpy as np
 
+
 class DerivationError(ValueError):
     """A derivation that is malformed or does not fit the weights it names."""
 
@@ -71,7 +72,11 @@ REGISTRY: dict[str, DerivationKind] = {
     kind.name: kind
     for kind in (
         DerivationKind(
-            "identity", "the weight as it is", ("weight",), "shape", lambda np, get, d: get["weight"]
+            "identity",
+            "the weight as it is",
+            ("weight",),
+            "shape",
+            lambda np, get, d: get["weight"],
         ),
         DerivationKind(
             "reshape",

@@ -230,3 +230,30 @@ def engine_of(ctx: Context) -> DiagnosticEngine:
         engine = DiagnosticEngine()
         setattr(ctx, _ENGINE_ATTR, engine)
     return engine
+
+
+def provenance(where: Operation | Attribute, default_name: str) -> list[tuple[str, str]]:
+    """The (op name, ``file:line:col`` or "") pairs a location records.
+
+    A fused location lists each op it fuses; a name location
+    ``loc("graph.conv2d"(...))`` names the op at the location it wraps (fusing
+    passes wrap each source this way); a bare location is ``default_name``'s.
+    """
+    from xdsl.dialects.builtin import ArrayAttr, FusedLoc, NameLoc, UnknownLoc
+    from xdsl.ir import Operation
+
+    attr = where.location if isinstance(where, Operation) else where
+    if isinstance(attr, UnknownLoc):
+        return [(default_name, "")]
+    if isinstance(attr, FusedLoc) and isinstance(attr.locations, ArrayAttr):
+        pairs: list[tuple[str, str]] = []
+        for inner in attr.locations:
+            for pair in provenance(inner, default_name):
+                if pair not in pairs:
+                    pairs.append(pair)
+        return pairs or [(default_name, "")]
+    if isinstance(attr, NameLoc):
+        resolved = loc_of(attr.location)
+        return [(attr.desc.data, "" if resolved is None else str(resolved))]
+    resolved = loc_of(attr)
+    return [(default_name, "" if resolved is None else str(resolved))]

@@ -3,21 +3,123 @@
 Each entry expands, in place, into the pipeline text it stands for, so
 ``teeny-opt -p cleanup`` and ``--pass-pipeline='builtin.module(cleanup)'``
 run the same passes, and ``--dump-pass-pipeline`` shows the expansion.
+
+Like MLIR's registered pipelines, a named pipeline may declare typed options
+(`PipelineOption`): ``teeny-inference{profile=interpreter}``. Each option is
+passed on to the options of the passes it names; an option the pipeline does
+not declare, or a bad value, is an `OptionError` naming the valid ones
+(`NamedPipeline.expand`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+from teeny_ir.driver.pass_options import OptionError, _convert, _type_text, did_you_mean
+from teeny_ir.driver.pipeline_syntax import NestedSpec, OptionValue, PassSpec, parse_any
+from teeny_ir.kernels.conv_algorithms import TileProfile
+
+
+@dataclass(frozen=True)
+class PipelineOption:
+    """One typed option of a named pipeline, passed on to pass options.
+
+    ``type`` is a pass-option type (`teeny_ir.driver.pass_options`: ``bool``,
+    ``int``, ``float``, ``str``, ``Literal[...]``, tuples of those); ``targets``
+    are the ``(pass, pass option)`` pairs that receive its value, in every
+    place the pass occurs in the pipeline."""
+
+    name: str
+    type: Any
+    default: object
+    summary: str
+    targets: tuple[tuple[str, str], ...]
+
+    def type_text(self) -> str:
+        return _type_text(self.type)
+
+    def describe(self) -> str:
+        """``profile=gpu|interpreter (default: gpu): ...``, for summaries."""
+        passes = ", ".join(f"{p}{{{o}}}" for p, o in self.targets)
+        return (
+            f"{self.name}={self.type_text()} (default: {self.default}; passed to "
+            f"{passes}): {self.summary}"
+        )
 
 
 @dataclass(frozen=True)
 class NamedPipeline:
-    """A named, documented pipeline."""
+    """A named, documented pipeline, with its options (if any).
+
+    ``text`` is the expansion with every option at its default (what the
+    pipeline runs when written without options)."""
 
     name: str
     summary: str
     text: str
+    options: tuple[PipelineOption, ...] = ()
 
+    def expand(self, options: Sequence[tuple[str, OptionValue]] = ()) -> NestedSpec:
+        """The pipeline ``text`` parsed, with ``options`` (as parsed from
+        ``name{key=value ...}``) set on the passes they target. Raises
+        `OptionError` for an option the pipeline does not declare (naming the
+        valid ones) or a value of the wrong type."""
+        declared = {option.name: option for option in self.options}
+        if options and not declared:
+            raise OptionError(f"named pipeline '{self.name}' takes no options")
+        routed: dict[str, list[tuple[str, OptionValue]]] = {}
+        for key, value in options:
+            option = declared.get(key.replace("_", "-"))
+            if option is None:
+                raise OptionError(
+                    f"named pipeline '{self.name}' has no option '{key}' (valid options: "
+                    f"{', '.join(sorted(declared))})" + did_you_mean(key, declared)
+                )
+            try:
+                _convert(option.type, value)
+            except ValueError as err:
+                raise OptionError(
+                    f"bad value '{','.join(value)}' for option '{option.name}' of named "
+                    f"pipeline '{self.name}': {err}"
+                ) from None
+            for pass_name, pass_option in option.targets:
+                routed.setdefault(pass_name, []).append((pass_option, value))
+        return _route(parse_any(self.text), routed)
+
+    def describe(self) -> str:
+        """The summary, then one line per option."""
+        return "\n".join([self.summary, *(f"option {o.describe()}" for o in self.options)])
+
+
+def _route(spec: NestedSpec, routed: dict[str, list[tuple[str, OptionValue]]]) -> NestedSpec:
+    """``spec`` with the ``routed`` options set on every pass they name
+    (replacing a value the text gives)."""
+    elements: list[PassSpec | NestedSpec] = []
+    for element in spec.elements:
+        if isinstance(element, NestedSpec):
+            elements.append(_route(element, routed))
+        elif element.name in routed:
+            given = dict(routed[element.name])
+            kept = tuple((k, v) for k, v in element.options if k not in given)
+            options = kept + tuple(given.items())
+            elements.append(dataclasses.replace(element, options=options))
+        else:
+            elements.append(element)
+    return dataclasses.replace(spec, elements=tuple(elements))
+
+
+PROFILE = PipelineOption(
+    "profile",
+    TileProfile,
+    "gpu",
+    "tile profile: gpu tiles fit sm_80/sm_90, interpreter tiles are large, for "
+    "Triton's CPU interpreter",
+    (("select-conv-algorithm", "profile"),),
+)
+"""The tile profile option of the lowering pipelines."""
 
 PIPELINES: dict[str, NamedPipeline] = {
     p.name: p
@@ -25,9 +127,11 @@ PIPELINES: dict[str, NamedPipeline] = {
         NamedPipeline(
             "teeny-inference",
             "inference lowering: split biases, fold Conv+BN+activation, pick conv "
-            "algorithms, lower to kernel ops (emission stays explicit)",
+            "algorithms and tiles (option profile=gpu|interpreter, default gpu, for "
+            "select-conv-algorithm), lower to kernel ops (emission stays explicit)",
             "builtin.module(split-bias,fuse-conv-bn-act{mode=inference},"
             "select-conv-algorithm,lower-graph-to-kernel)",
+            (PROFILE,),
         ),
         NamedPipeline(
             "cleanup",

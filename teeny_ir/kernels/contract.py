@@ -88,6 +88,16 @@ class KernelFamily:
     blocks: tuple[tuple[str, ...], ...] = ()
     """Products of constexprs that are the element counts of one program's
     blocks; each must stay within `MAX_BLOCK_ELEMENTS`."""
+    batch_strides: Mapping[str, str] = field(default_factory=dict[str, str])
+    """Activation pointer argument -> the ``dim`` argument holding its batch
+    stride: the elements between consecutive images of that operand, each image
+    itself contiguous. A pointer listed here may be bound to a batch-strided
+    view (a channel slice of a larger buffer: a split's part, a concat's input
+    written in place); the validator requires the dim to equal the bound
+    tensor's batch stride (``prod(shape[1:])`` when contiguous), and the
+    pointer's footprint (an expression using the stride) to fit the tensor's
+    span ``(B - 1) * stride + prod(shape[1:])``. A pointer not listed takes
+    only contiguous tensors."""
 
     def arg(self, name: str) -> KernelArg:
         for arg in self.args:

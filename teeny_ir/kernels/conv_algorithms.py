@@ -4,6 +4,13 @@ Deciding lives here, away from rewriting and emitting (the Inductor split):
 select-conv-algorithm asks these functions and records their answers in the IR
 as attributes, so lit tests can check them and the tests here can pin the
 rules at every boundary. Only the standard library is imported.
+
+Tiles come in two **profiles** (`TileProfile`): ``gpu`` (the default) picks
+tiles that fit sm_80 and sm_90 (shared memory, registers, ``tl.dot``'s 16x16
+minimum); ``interpreter`` picks large tiles for Triton's interpreter, whose
+cost is about 240 us per program and 50 us per executed ``tl`` op whatever the
+block size, so fewer, bigger programs win there. Each family's ``tiles``
+module holds its rules for both; `conv_extents` gives them their extents.
 """
 
 from __future__ import annotations
@@ -12,6 +19,39 @@ from collections.abc import Sequence
 from typing import Literal
 
 ConvAlgorithm = Literal["gemm", "depthwise", "implicit-gemm"]
+
+TileProfile = Literal["gpu", "interpreter"]
+"""Who the tiles are for: a GPU (sm_80/sm_90) or Triton's CPU interpreter."""
+TILE_PROFILES: tuple[TileProfile, ...] = ("gpu", "interpreter")
+
+INTERPRETER_MAX_BLOCK = 2**15
+"""The ``interpreter`` profile's largest block (elements of one ``tl`` value).
+Measured on YOLOv8n's convolutions: up to about 2**15 elements a bigger block
+amortises the fixed cost of each op, past it each element costs more (the
+interpreter's temporaries fall out of the CPU caches), so a program with
+2**16-element blocks is slower than two with 2**15."""
+INTERPRETER_MAX_ROWS = 2048
+"""The ``interpreter`` profile's largest tile along output positions:
+`INTERPRETER_MAX_BLOCK` over the 16 columns of the narrowest GEMM tile."""
+
+
+def next_power_of_two(value: int) -> int:
+    """The smallest power of two ``>= value`` (1 for ``value <= 1``)."""
+    return 1 if value <= 1 else 1 << (value - 1).bit_length()
+
+
+def clamp(value: int, low: int, high: int) -> int:
+    """``value`` limited to ``[low, high]`` (``low`` wins if ``high < low``)."""
+    return max(low, min(value, high))
+
+
+def check_profile(profile: str) -> TileProfile:
+    """``profile`` if it names a tile profile, else a ValueError naming them."""
+    if profile == "gpu":
+        return "gpu"
+    if profile == "interpreter":
+        return "interpreter"
+    raise ValueError(f"unknown tile profile '{profile}' (valid: {', '.join(TILE_PROFILES)})")
 
 
 def is_depthwise(in_channels: int, out_channels: int, groups: int) -> bool:
@@ -49,3 +89,29 @@ def classify_conv(
     if is_depthwise(in_channels, weight_shape[0], groups):
         return "depthwise"
     return "implicit-gemm"
+
+
+def conv_extents(
+    algorithm: ConvAlgorithm,
+    weight_shape: Sequence[int],
+    output_shape: Sequence[int],
+    groups: int,
+) -> tuple[int, int, int]:
+    """The extents ``(m, n, k)`` that ``algorithm``'s tile rule takes.
+
+    ``weight_shape`` is ``[C_out, C_in / groups, KH, KW]`` and
+    ``output_shape`` ``[B, C_out, OH, OW]`` (the batch is not used: it is
+    unknown when tiles are chosen). ``m`` is always one image's output
+    positions ``OH * OW``. Then:
+
+    - ``gemm``: ``n = C_out``, ``k = C_in``;
+    - ``implicit-gemm``: ``n = C_out / groups``, ``k = C_in / groups * KH * KW``;
+    - ``depthwise``: ``n = C_out`` (the channels), ``k = KH * KW`` (the taps).
+    """
+    c_out, group_in, kernel_h, kernel_w = weight_shape
+    m = output_shape[2] * output_shape[3]
+    if algorithm == "gemm":
+        return m, c_out, group_in
+    if algorithm == "depthwise":
+        return m, c_out, kernel_h * kernel_w
+    return m, c_out // groups, group_in * kernel_h * kernel_w

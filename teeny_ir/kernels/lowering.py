@@ -175,3 +175,12 @@ def tensor_type(value: SSAValue) -> TensorType:
 
     assert isinstance(value.type, TensorType)
     return value.type
+
+
+def batch_stride_expr(value: SSAValue) -> str:
+    """The batch stride of an activation operand or result, for a family's
+    `batch_strides` dim: its layout's stride if it is a batch-strided view, else
+    the size of one image (``prod(shape[1:])``)."""
+    from dialects.kernel import batch_stride
+
+    return str(batch_stride(tensor_type(value)))

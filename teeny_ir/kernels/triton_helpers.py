@@ -55,3 +55,23 @@ def gelu_tanh_arg(x):
     factor x carries it.)"""
     c = tl.minimum(tl.maximum(x, -10.0), 10.0)
     return 0.7978845608028654 * (c + 0.044715 * c * c * c)
+
+
+@triton.jit
+def gemm_epilogue(
+    acc, activate, scale, shift, channel, mask_n, residual, mask, HAS_RESIDUAL: tl.constexpr
+):
+    """The fused epilogue of the GEMM convolution families (conv1x1_gemm,
+    implicit_gemm_conv) on one accumulator tile ``acc[BLOCK_M, BLOCK_N]``, whose
+    column j is output channel ``channel[j]`` (valid where ``mask_n``):
+    ``activate(scale[n] * acc + shift[n])``, then, if ``HAS_RESIDUAL``, plus the
+    residual tile at the pointers ``residual`` (loaded where ``mask``, the output
+    tile's mask). The residual comes after the activation, as in YOLOv8's
+    bottleneck ``x + SiLU(BN(conv(...)))``; without one, ``residual`` is never
+    read. ``activate`` is the kernel's ``activation`` slot function."""
+    channel_scale = tl.load(scale + channel, mask=mask_n, other=0.0)
+    channel_shift = tl.load(shift + channel, mask=mask_n, other=0.0)
+    v = activate(acc * channel_scale[None, :] + channel_shift[None, :])
+    if HAS_RESIDUAL:
+        v += tl.load(residual, mask=mask, other=0.0)
+    return v

@@ -11,7 +11,9 @@ batch size asked (1..64 when verifying; the actual batch at run time):
 - every dim argument evaluates, and i32 ones stay in [0, 2**31 - 1];
 - the dim arguments the bound tensors' shapes imply take exactly those values;
 - each pointer argument's footprint (the family's expression of the dims) fits
-  inside the tensor bound to it;
+  inside the tensor bound to it; a batch-strided view (``strides``) binds only to
+  a pointer whose family names its batch-stride dim, which must equal the
+  view's stride, and its span is ``(B - 1) * stride + image``;
 - each grid axis launches between the programs the tile model needs and the
   hardware limit.
 
@@ -67,6 +69,10 @@ class LaunchContract:
     grid: tuple[str, ...]
     num_warps: int
     num_stages: int
+    strides: tuple[tuple[str, int], ...] = ()
+    """The batch stride of each tensor in ``tensors`` that is a batch-strided
+    view (images ``stride`` elements apart, each contiguous); the others are
+    contiguous."""
 
 
 def family_of(name: str) -> KernelFamily:
@@ -208,16 +214,39 @@ def _prove_at(
             raise ContractError(f"tensor '{key}' has shape {list(shape)} at B = {batch}")
     bound = {name: concrete[key] for name, key in pointers.items()}
     _check_implied(family, env, texts, bound, batch)
+    strides = dict(contract.strides)
     for name, key in pointers.items():
+        shape = concrete[key]
+        image = math.prod(shape[1:])
+        stride_arg = family.batch_strides.get(name)
+        if key in strides and stride_arg is None:
+            raise ContractError(
+                f"argument '{name}' of family '{family.name}' takes only contiguous tensors, "
+                f"but '{key}' is a batch-strided view (batch stride {strides[key]})"
+            )
+        stride = strides.get(key, image)
+        if stride < image:
+            raise ContractError(
+                f"tensor '{key}' has batch stride {stride}, less than its image of {image} elements"
+            )
+        if stride_arg is not None and env[stride_arg] != stride:
+            text = texts[f"argument {stride_arg!r}"]
+            raise ContractError(
+                f"argument '{stride_arg}' = '{text}' is {env[stride_arg]} at B = {batch}, but "
+                f"'{key}' (bound to '{name}') has batch stride {stride}"
+            )
         footprint = family.footprints.get(name)
         if footprint is None:
             raise ContractError(f"family '{family.name}' declares no footprint for '{name}'")
-        reach = _evaluate(f"footprint of '{name}'", footprint, expressions.parse_cached(footprint), env | at)
-        size = math.prod(concrete[key])
+        reach = _evaluate(
+            f"footprint of '{name}'", footprint, expressions.parse_cached(footprint), env | at
+        )
+        size = (shape[0] - 1) * stride + image if shape else 1
         if reach > size:
+            layout = f" with batch stride {stride}" if key in strides else ""
             raise ContractError(
                 f"argument '{name}' may touch {reach} elements at B = {batch} "
-                f"({footprint}), but '{key}' holds {size} {list(concrete[key])}"
+                f"({footprint}), but '{key}' holds {size} {list(shape)}{layout}"
             )
     models = [
         [tuple(map(expressions.parse_cached, cover)) for cover in axis.covers]

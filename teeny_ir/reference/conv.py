@@ -1,8 +1,9 @@
 """Reference semantics of `graph.conv2d` and `graph.fused_conv2d`, in float64.
 
 The fused convolution evaluates its recorded scale and shift derivations with
-`teeny_ir.core.derivations.evaluate` (the single implementation of the BN fold)
-and its epilogue activation from the pointwise table.
+`teeny_ir.core.derivations.evaluate` (the single implementation of the BN fold),
+its epilogue activation from the pointwise table, and then adds its residual
+operand, if any (after the activation, in float64, before the one rounding).
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ def _fused_conv2d_op(op: FusedConv2dOp, args: list[Array], weights: Weights) -> 
     scale = evaluate(op.scale.data, weights)
     shift = evaluate(op.shift.data, weights)
     y = channel(scale, 4) * y + channel(shift, 4)
-    if op.activation == pointwise.NO_ACTIVATION:
-        return [y]
-    return [pointwise.BY_NAME[op.activation].evaluate(np, [y], {})]
+    if op.activation != pointwise.NO_ACTIVATION:
+        y = pointwise.BY_NAME[op.activation].evaluate(np, [y], {})
+    if op.residual is not None:
+        y = y + np.asarray(args[2], np.float64)
+    return [y]

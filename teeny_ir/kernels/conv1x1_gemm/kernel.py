@@ -1,20 +1,27 @@
 """Triton source of the ``conv1x1_gemm`` family: a 1x1 convolution (stride 1,
-no padding, one group) as a GEMM per image, with the BatchNorm-style epilogue fused.
+no padding, one group) as a GEMM per image, with the BatchNorm-style epilogue
+and an optional residual fused.
 
 Per batch ``b``: ``Y_b[C_OUT, M] = act(scale * (W[C_OUT, C_IN] @ X_b[C_IN, M]) +
-shift)`` where ``M = H * W`` and ``X_b`` is image ``b`` of the NCHW input. The
-kernel computes the transpose, ``acc[BLOCK_M, BLOCK_N] += X_b^T tile @ W^T
-tile`` with ``tl.dot`` (tensor cores: mma on sm_80, wgmma on sm_90; TF32 on a
-GPU), so the spatial axis is the GEMM's M. The grid is 1-D: program ids run
-over ``B`` images, each split into ``cdiv(M, BLOCK_M) * cdiv(C_OUT, BLOCK_N)``
-tiles visited in the Triton tutorial's ``GROUP_M`` swizzle for L2 reuse.
+shift) (+ R_b)`` where ``M = H * W`` and ``X_b`` is image ``b`` of the NCHW
+input. The kernel computes the transpose, ``acc[BLOCK_M, BLOCK_N] += X_b^T
+tile @ W^T tile`` with ``tl.dot`` (tensor cores: mma on sm_80, wgmma on sm_90;
+TF32 on a GPU), so the spatial axis is the GEMM's M. The grid is 1-D: program
+ids run over ``B`` images, each split into ``cdiv(M, BLOCK_M) * cdiv(C_OUT,
+BLOCK_N)`` tiles visited in the Triton tutorial's ``GROUP_M`` swizzle for L2
+reuse.
 
-Every load and the store are masked on the m, n and k tails, and on the batch
-(a grid larger than the tile model needs writes nothing). Per-image offsets
-are 32-bit; the image base offset is 64-bit, so only one image (not the whole
-batch) has to fit in 2**31 elements. ``ACTIVATION`` names an epilogue entry of
-the pointwise table (or ``none``); rendering fills the ``activation`` slot
-with its expression.
+Each image of ``x``, ``r`` and ``y`` is contiguous ([C, M], channel rows ``M``
+apart) and starts ``b * <operand>_batch_stride`` elements from its base, so
+any of them may be a channel slice of a larger NCHW buffer. Every load and
+the store are masked on the m, n and k tails, and on the batch (a grid larger
+than the tile model needs writes nothing). Per-image offsets are 32-bit; the
+image base offsets are 64-bit, so only one image (not the whole batch) has to
+fit in 2**31 elements. The epilogue is the shared ``gemm_epilogue`` helper
+(`teeny_ir.kernels.triton_helpers`, pasted in by rendering): ``ACTIVATION``
+names an epilogue entry of the pointwise table (or ``none``), whose
+expression rendering puts into the ``activation`` slot, and ``HAS_RESIDUAL``
+adds ``r`` after it (without it ``r`` is never read).
 """
 
 import triton
@@ -34,17 +41,21 @@ def conv1x1_gemm(
     w,
     scale,
     shift,
+    r,
     y,
     B,
     C_IN,
     C_OUT,
     M,
-    y_row_stride,
+    x_batch_stride,
+    r_batch_stride,
+    y_batch_stride,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     ACTIVATION: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr,
 ):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -66,7 +77,8 @@ def conv1x1_gemm(
     m_end = tl.where(batch < B, M, 0)
     mask_m = offs_m < m_end
     mask_n = offs_n < C_OUT
-    x_image = x + batch.to(tl.int64) * C_IN * M
+    image = batch.to(tl.int64)
+    x_image = x + image * x_batch_stride
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k_start in range(0, C_IN, BLOCK_K):
@@ -86,14 +98,11 @@ def conv1x1_gemm(
         )
         acc = tl.dot(a, b, acc)
 
-    channel_scale = tl.load(scale + offs_n, mask=mask_n, other=0.0)
-    channel_shift = tl.load(shift + offs_n, mask=mask_n, other=0.0)
-    v = acc * channel_scale[None, :] + channel_shift[None, :]
-    v = activation(v)
-
-    y_image = y + batch.to(tl.int64) * C_OUT * y_row_stride
-    tl.store(
-        y_image + offs_n[None, :] * y_row_stride + offs_m[:, None],
-        v,
-        mask=mask_m[:, None] & mask_n[None, :],
+    # Element (m, n) of an image's [C_OUT, M] tile lies at n * M + m, in r and in y.
+    in_image = offs_n[None, :] * M + offs_m[:, None]
+    mask = mask_m[:, None] & mask_n[None, :]
+    residual = r + image * r_batch_stride + in_image
+    v = gemm_epilogue(  # noqa: F821 - a shared helper, pasted in by rendering
+        acc, activation, scale, shift, offs_n, mask_n, residual, mask, HAS_RESIDUAL
     )
+    tl.store(y + image * y_batch_stride + in_image, v, mask=mask)

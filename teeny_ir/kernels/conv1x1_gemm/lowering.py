@@ -1,7 +1,10 @@
 """Lowering rule of the ``conv1x1_gemm`` family: a ``graph.fused_conv2d`` whose
 algorithm is ``gemm`` (1x1, stride 1, no padding, one group) becomes one launch,
 its weight reshaped to [C_OUT, C_IN] and its scale and shift derivations as
-parameter slots."""
+parameter slots. A residual operand becomes the launch's second operand
+(``r = in1``, ``HAS_RESIDUAL = 1``); without one ``r`` is bound to the input,
+which the kernel then never reads. Every activation operand and the result
+pass their batch stride (a view's, or one image's size)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,13 @@ from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import reshape
 from teeny_ir.kernels.conv1x1_gemm.tiles import GROUP_M, launch_config
-from teeny_ir.kernels.lowering import Unlowerable, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    Unlowerable,
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 
 
 def _accepts(op: Operation) -> bool:
@@ -38,29 +47,36 @@ def lower_fused_conv(op: FusedConv2dOp) -> LaunchOp:
         ParamSlot("scale", (c_out,), op.scale.data),
         ParamSlot("shift", (c_out,), op.shift.data),
     ]
+    residual = op.residual
+    # Without a residual, r is bound to the input, which the kernel then never reads.
+    r_value, r_binding = (op.input, "in0") if residual is None else (residual, "in1")
     constexprs: dict[str, int | str] = {
         "BLOCK_M": block_m,
         "BLOCK_N": block_n,
         "BLOCK_K": block_k,
         "GROUP_M": GROUP_M,
         "ACTIVATION": op.activation,
+        "HAS_RESIDUAL": int(residual is not None),
     }
     args = [
         ("x", "in0"),
         ("w", "param.w"),
         ("scale", "param.scale"),
         ("shift", "param.shift"),
+        ("r", r_binding),
         ("y", "out0"),
         ("B", dim_expr(batch)),
         ("C_IN", str(c_in)),
         ("C_OUT", str(c_out)),
         ("M", str(spatial)),
-        ("y_row_stride", str(spatial)),
+        ("x_batch_stride", batch_stride_expr(op.input)),
+        ("r_batch_stride", batch_stride_expr(r_value)),
+        ("y_batch_stride", batch_stride_expr(op.result)),
     ]
     grid = [f"{dim_expr(batch)} * cdiv({spatial}, {block_m}) * cdiv({c_out}, {block_n})", "1", "1"]
     return LaunchOp(
         "conv1x1_gemm",
-        [op.input],
+        [op.input] if residual is None else [op.input, residual],
         [tensor_type(op.result)],
         constexprs,
         params,

@@ -1,5 +1,6 @@
 """The ``implicit_gemm_conv`` family's contract:
-``y = act(scale * conv2d(x, w) + shift)`` as an implicit GEMM per group.
+``y = act(scale * conv2d(x, w) + shift)``, plus ``r`` when ``HAS_RESIDUAL``, as
+an implicit GEMM per group.
 
 GEMM view, per group ``g``: ``M = B * OH * OW`` output positions, ``N = C_OUT /
 GROUPS`` output channels, ``K = C_IN / GROUPS * KH * KW`` taps. The grid is
@@ -12,6 +13,11 @@ and left padding; bottom and right padding only shape ``OH``/``OW``),
 ``DIL_H``, ``DIL_W`` and ``GROUPS`` (implied: ``C_IN / w.shape[1]``). Any
 stride, padding and dilation is memory-safe: every input tap is masked to the
 image and every output to ``OH * OW``, so the validator leaves them free.
+
+``x``, ``r`` and ``y`` may each be batch-strided (a channel slice of a larger
+NCHW buffer): their ``*_batch_stride`` dims are the elements between images,
+which the validator matches against the bound tensors. Without a residual
+``r`` is bound to the input and never read (its footprint is 0).
 """
 
 from __future__ import annotations
@@ -71,13 +77,15 @@ FAMILY = KernelFamily(
         "any conv2d (kernel size, stride, four-sided padding, dilation, groups) as an "
         "implicit GEMM with tl.dot: M = B*OH*OW, N = C_OUT/GROUPS, K = C_IN/GROUPS*KH*KW, "
         "input patches gathered with masks in the K loop, groups on grid axis 2, "
-        "epilogue act(scale * acc + shift) with any epilogue entry of the pointwise table"
+        "epilogue act(scale * acc + shift) with any epilogue entry of the pointwise table, "
+        "then an optional residual added; x, r and y may be batch-strided views"
     ),
     args=(
         KernelArg("x", "input", _PTR),
         KernelArg("w", "param", _PTR),
         KernelArg("scale", "param", _PTR),
         KernelArg("shift", "param", _PTR),
+        KernelArg("r", "input", _PTR),
         KernelArg("y", "output", _PTR),
         KernelArg("B", "dim", _I32),
         KernelArg("C_IN", "dim", _I32),
@@ -95,12 +103,16 @@ FAMILY = KernelFamily(
         KernelArg("DIL_H", "dim", _I32),
         KernelArg("DIL_W", "dim", _I32),
         KernelArg("GROUPS", "dim", _I32),
+        KernelArg("x_batch_stride", "dim", _I32),
+        KernelArg("r_batch_stride", "dim", _I32),
+        KernelArg("y_batch_stride", "dim", _I32),
     ),
     constexprs=(
         Constexpr("BLOCK_M", "int", power_of_two=True, minimum=16),
         Constexpr("BLOCK_N", "int", power_of_two=True, minimum=16),
         Constexpr("BLOCK_K", "int", power_of_two=True, minimum=16),
         Constexpr("ACTIVATION", "pointwise", slot="activation", epilogue=True),
+        Constexpr("HAS_RESIDUAL", "bool"),
     ),
     grid=(
         GridAxis((("B * OH * OW", "BLOCK_M"),)),
@@ -110,12 +122,14 @@ FAMILY = KernelFamily(
     package=Path(__file__).parent,
     kernel_function="implicit_gemm_conv",
     footprints={
-        "x": "B * C_IN * H * W",
+        "x": "(B - 1) * x_batch_stride + C_IN * H * W",
         "w": "C_OUT * floordiv(C_IN, GROUPS) * KH * KW",
         "scale": "C_OUT",
         "shift": "C_OUT",
-        "y": "B * C_OUT * OH * OW",
+        "r": "HAS_RESIDUAL * ((B - 1) * r_batch_stride + C_OUT * OH * OW)",
+        "y": "(B - 1) * y_batch_stride + C_OUT * OH * OW",
     },
+    batch_strides={"x": "x_batch_stride", "r": "r_batch_stride", "y": "y_batch_stride"},
     implied=implied,
     blocks=(("BLOCK_M", "BLOCK_N"), ("BLOCK_M", "BLOCK_K"), ("BLOCK_K", "BLOCK_N")),
 )

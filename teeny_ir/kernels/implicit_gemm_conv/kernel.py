@@ -1,6 +1,6 @@
 """Triton source of the ``implicit_gemm_conv`` family: any 2-D convolution
 (NCHW, any kernel size, stride, four-sided padding, dilation and groups) as an
-implicit GEMM, with the BatchNorm-style epilogue fused.
+implicit GEMM, with the BatchNorm-style epilogue and an optional residual fused.
 
 GEMM view, per group ``g`` (grid axis 2): rows ``m`` run over the ``M = B * OH
 * OW`` output positions of the whole batch (``m = (b * OH + oh) * OW + ow``),
@@ -16,11 +16,17 @@ load mask: taps outside the image (the padding) read 0, as does the K tail
 
 The grid is ``(cdiv(B * OH * OW, BLOCK_M), cdiv(C_OUT / GROUPS, BLOCK_N),
 GROUPS)``; rows past ``M``, columns past ``N`` and groups past ``GROUPS`` are
-masked (a larger grid writes nothing). The row index and the image base
-offsets are 64-bit, offsets inside one image 32-bit: only one image (not the
-batch) has to fit in 2**31 elements. ``ACTIVATION`` names an epilogue entry of
-the pointwise table (or ``none``); rendering fills the ``activation`` slot
-with its expression.
+masked (a larger grid writes nothing). Each image of ``x``, ``r`` and ``y`` is
+contiguous and starts ``b * <operand>_batch_stride`` elements from its base,
+so any of them may be a channel slice of a larger NCHW buffer. The row index
+and the image base offsets are 64-bit, offsets inside one image 32-bit: only
+one image (not the batch) has to fit in 2**31 elements.
+
+The epilogue is the shared ``gemm_epilogue`` helper
+(`teeny_ir.kernels.triton_helpers`, pasted in by rendering): ``ACTIVATION``
+names an epilogue entry of the pointwise table (or ``none``), whose expression
+rendering puts into the ``activation`` slot, and ``HAS_RESIDUAL`` adds ``r``
+(shaped like ``y``) after it; without it ``r`` is never read.
 """
 
 import triton
@@ -40,6 +46,7 @@ def implicit_gemm_conv(
     w,
     scale,
     shift,
+    r,
     y,
     B,
     C_IN,
@@ -57,10 +64,14 @@ def implicit_gemm_conv(
     DIL_H,
     DIL_W,
     GROUPS,
+    x_batch_stride,
+    r_batch_stride,
+    y_batch_stride,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     ACTIVATION: tl.constexpr,
+    HAS_RESIDUAL: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
@@ -86,7 +97,7 @@ def implicit_gemm_conv(
     out_w = position % OW
     in_h0 = out_h * STRIDE_H - PAD_T
     in_w0 = out_w * STRIDE_W - PAD_L
-    x_rows = x + batch * C_IN * H * W + group * group_in * H * W
+    x_rows = x + batch * x_batch_stride + group * group_in * H * W
     channel = group * group_out + offs_n
     w_cols = w + channel * k_total
 
@@ -113,14 +124,11 @@ def implicit_gemm_conv(
         )
         acc = tl.dot(a, b, acc)
 
-    channel_scale = tl.load(scale + channel, mask=mask_n, other=0.0)
-    channel_shift = tl.load(shift + channel, mask=mask_n, other=0.0)
-    v = acc * channel_scale[None, :] + channel_shift[None, :]
-    v = activation(v)
-
-    y_rows = y + batch * C_OUT * spatial + position
-    tl.store(
-        y_rows[:, None] + (channel * spatial)[None, :],
-        v,
-        mask=mask_m[:, None] & mask_n[None, :],
+    # Element (m, n) lies at channel * OH * OW + position of its image, in r and in y.
+    in_image = position[:, None] + (channel * spatial)[None, :]
+    mask = mask_m[:, None] & mask_n[None, :]
+    residual = r + (batch * r_batch_stride)[:, None] + in_image
+    v = gemm_epilogue(  # noqa: F821 - a shared helper, pasted in by rendering
+        acc, activation, scale, shift, channel, mask_n, residual, mask, HAS_RESIDUAL
     )
+    tl.store(y + (batch * y_batch_stride)[:, None] + in_image, v, mask=mask)

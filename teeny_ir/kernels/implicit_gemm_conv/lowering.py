@@ -1,7 +1,11 @@
 """Lowering rule of the ``implicit_gemm_conv`` family: a ``graph.fused_conv2d``
 whose algorithm is ``implicit-gemm`` becomes one launch, its weight the conv
 weight as it is ([C_OUT, C_IN / groups, KH, KW]) and its scale and shift
-derivations as parameter slots. The geometry is passed as dim arguments."""
+derivations as parameter slots. The geometry is passed as dim arguments. A
+residual operand becomes the launch's second operand (``r = in1``,
+``HAS_RESIDUAL = 1``); without one ``r`` is bound to the input, which the
+kernel then never reads. Every activation operand and the result pass their
+batch stride (a view's, or one image's size)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,13 @@ from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import identity
 from teeny_ir.kernels.implicit_gemm_conv.tiles import launch_config
-from teeny_ir.kernels.lowering import Unlowerable, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    Unlowerable,
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 
 
 def _accepts(op: Operation) -> bool:
@@ -39,11 +49,15 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
         ParamSlot("scale", (c_out,), op.scale.data),
         ParamSlot("shift", (c_out,), op.shift.data),
     ]
+    residual = op.residual
+    # Without a residual, r is bound to the input, which the kernel then never reads.
+    r_value, r_binding = (op.input, "in0") if residual is None else (residual, "in1")
     constexprs: dict[str, int | str] = {
         "BLOCK_M": block_m,
         "BLOCK_N": block_n,
         "BLOCK_K": block_k,
         "ACTIVATION": op.activation,
+        "HAS_RESIDUAL": int(residual is not None),
     }
     dims = {
         "B": dim_expr(batch),
@@ -62,12 +76,16 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
         "DIL_H": op.dilation[0],
         "DIL_W": op.dilation[1],
         "GROUPS": groups,
+        "x_batch_stride": batch_stride_expr(op.input),
+        "r_batch_stride": batch_stride_expr(r_value),
+        "y_batch_stride": batch_stride_expr(op.result),
     }
     args = [
         ("x", "in0"),
         ("w", "param.w"),
         ("scale", "param.scale"),
         ("shift", "param.shift"),
+        ("r", r_binding),
         ("y", "out0"),
         *((name, str(value)) for name, value in dims.items()),
     ]
@@ -78,7 +96,7 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
     ]
     return LaunchOp(
         "implicit_gemm_conv",
-        [op.input],
+        [op.input] if residual is None else [op.input, residual],
         [tensor_type(op.result)],
         constexprs,
         params,

@@ -4,28 +4,57 @@ the rules at every boundary."""
 
 from __future__ import annotations
 
+from teeny_ir.kernels.conv_algorithms import (
+    INTERPRETER_MAX_BLOCK,
+    INTERPRETER_MAX_ROWS,
+    TileProfile,
+    check_profile,
+    clamp,
+    next_power_of_two,
+)
+
 MIN_BLOCK = 16
 """Smallest tile edge: ``tl.dot`` on a GPU needs 16x16 tiles (and K >= 8)."""
 MAX_BLOCK_N = 128
+"""Largest ``BLOCK_N`` of the ``gpu`` profile."""
 
 
-def pick_implicit_gemm_tile_sizes(m: int, n: int, k: int) -> tuple[int, int, int]:
+def pick_implicit_gemm_tile_sizes(
+    m: int, n: int, k: int, profile: TileProfile = "gpu"
+) -> tuple[int, int, int]:
     """Tile sizes ``(BLOCK_M, BLOCK_N, BLOCK_K)`` of an implicit-GEMM convolution.
 
     ``m`` is one image's output positions ``OH * OW`` (the batch is unknown
     when tiles are chosen, so it counts as 1), ``n`` the output channels per
     group ``C_OUT / groups`` and ``k`` the reduction ``C_IN / groups * KH *
-    KW``. ``BLOCK_M`` is 128 when ``m >= 128``, else 64; ``BLOCK_N`` is ``n``
-    rounded up to a power of two, clamped to 16..128; ``BLOCK_K`` is 32 when
-    ``k >= 128``, else 16 (the K tail is masked). Every size is a power of two
-    and at least 16. The largest tiles (128x128x32, 2 stages) buffer 64 KiB
-    of fp32 operands, well inside sm_80's and sm_90's shared memory.
+    KW``. Every size is a power of two and at least 16 (the K tail is masked).
+
+    ``gpu``: ``BLOCK_M`` is 128 when ``m >= 128``, else 64; ``BLOCK_N`` is
+    ``n`` rounded up to a power of two, clamped to 16..128; ``BLOCK_K`` is 32
+    when ``k >= 128``, else 16. The largest tiles (128x128x32, 2 stages)
+    buffer 64 KiB of fp32 operands, well inside sm_80's and sm_90's shared
+    memory.
+
+    ``interpreter`` (a whole image's positions, every channel of a group and
+    the whole reduction in one program where they fit): ``BLOCK_M`` is ``m``
+    rounded up to a power of two, clamped to 16..2048
+    (`INTERPRETER_MAX_ROWS`); ``BLOCK_N`` is ``n`` rounded up, clamped to
+    16..``2**15 // BLOCK_M``; ``BLOCK_K`` is ``k`` rounded up, clamped to
+    16..``2**15 // max(BLOCK_M, BLOCK_N)``, so no block holds more than 2**15
+    elements (`INTERPRETER_MAX_BLOCK`). These tiles need not fit a GPU.
     """
     for name, value in (("m", m), ("n", n), ("k", k)):
         if value < 1:
             raise ValueError(f"implicit-GEMM extent {name} must be >= 1, got {value}")
+    if check_profile(profile) == "interpreter":
+        block_m = clamp(next_power_of_two(m), MIN_BLOCK, INTERPRETER_MAX_ROWS)
+        block_n = clamp(next_power_of_two(n), MIN_BLOCK, INTERPRETER_MAX_BLOCK // block_m)
+        block_k = clamp(
+            next_power_of_two(k), MIN_BLOCK, INTERPRETER_MAX_BLOCK // max(block_m, block_n)
+        )
+        return block_m, block_n, block_k
     block_m = 128 if m >= 128 else 64
-    block_n = min(MAX_BLOCK_N, max(MIN_BLOCK, 1 << (n - 1).bit_length()))
+    block_n = clamp(next_power_of_two(n), MIN_BLOCK, MAX_BLOCK_N)
     block_k = 32 if k >= 128 else 16
     return block_m, block_n, block_k
 

@@ -1,23 +1,27 @@
 """Triton source of the ``pool2d`` family: max, average and global average pools.
 
-``x`` is ``N_C`` contiguous planes of ``H x W`` and ``y`` ``N_C`` planes of
-``OH x OW``. A windowed pool (``GLOBAL = 0``) runs a 1-D grid of programs of
-``BLOCK`` outputs, one per lane: the flat output index (64-bit, so the tail mask
-stays right near 2**31) splits into plane, row and column; the window of
-``KH x KW`` taps, dilated by ``DH, DW`` and starting at
-``(oh * SH - PT, ow * SW - PL)``, is unrolled over the constexpr sizes. Each tap
-is loaded under a mask that keeps it inside its plane; a tap in the padding
-(or past the bottom/right edge in ceil mode) is -inf for a max and 0 for an
-average. The max propagates NaN as torch does (a NaN tap wins). The average
-divides by PyTorch's divisor: the window clipped to the padded input
-(``COUNT_PAD``) or to the input alone.
+``x`` is ``N`` images of ``C`` contiguous planes of ``H x W``, image ``n`` at
+``n * x_batch_stride``; ``y`` is ``N`` images of ``C`` planes of ``OH x OW``,
+image ``n`` at ``n * y_batch_stride`` (a stride larger than the image is a
+batch-strided view, a channel slice of a larger buffer). A windowed pool
+(``GLOBAL = 0``) runs a 1-D grid of programs of ``BLOCK`` outputs, one per lane:
+the flat output index (64-bit, so the tail mask stays right near 2**31) splits
+into the image (one 64-bit division) and the index within it (32-bit), which
+splits into channel, row and column; the window of ``KH x KW`` taps, dilated by
+``DH, DW`` and starting at ``(oh * SH - PT, ow * SW - PL)``, is unrolled over the
+constexpr sizes. Each tap is loaded under a mask that keeps it inside its
+plane; a tap in the padding (or past the bottom/right edge in ceil mode) is
+-inf for a max and 0 for an average. The max propagates NaN as torch does (a
+NaN tap wins). The average divides by PyTorch's divisor: the window clipped to
+the padded input (``COUNT_PAD``) or to the input alone.
 
 A global average pool (``GLOBAL = 1``) gives each program ``BLOCK`` planes and
 sums each plane in blocks of ``BLOCK_HW`` elements, a loop over any ``H * W``,
 then divides by ``H * W``; the window constexprs are unused there.
 
-Plane bases are 64-bit; offsets inside a plane are 32-bit, which the contract's
-`implied` guarantees fit (a plane holds fewer than 2**31 elements).
+Image offsets (``n * batch_stride``) are 64-bit; offsets inside an image are
+32-bit, which the contract's `implied` guarantees fit (an image holds fewer
+than 2**31 elements).
 """
 
 import triton
@@ -28,11 +32,14 @@ import triton.language as tl
 def pool2d(
     x,
     y,
-    N_C,
+    N,
+    C,
     H,
     W,
     OH,
     OW,
+    x_batch_stride,
+    y_batch_stride,
     GLOBAL: tl.constexpr,
     IS_MAX: tl.constexpr,
     COUNT_PAD: tl.constexpr,
@@ -51,25 +58,31 @@ def pool2d(
 ):
     if GLOBAL:
         planes = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        plane_mask = planes < N_C
+        plane_mask = planes < N.to(tl.int64) * C
+        plane = tl.where(plane_mask, planes, 0)
+        image = plane // C
+        channel = (plane - image * C).to(tl.int32)
         spatial = H.to(tl.int64) * W
-        bases = tl.where(plane_mask, planes, 0) * spatial
+        bases = image * x_batch_stride + channel * spatial
         acc = tl.zeros((BLOCK, BLOCK_HW), dtype=tl.float32)
         for start in range(0, spatial, BLOCK_HW):
             offsets = start + tl.arange(0, BLOCK_HW)
             mask = plane_mask[:, None] & (offsets < spatial)[None, :]
             acc += tl.load(x + bases[:, None] + offsets[None, :], mask=mask, other=0.0)
         mean = tl.sum(acc, axis=1) / spatial.to(tl.float32)
-        tl.store(y + planes, mean, mask=plane_mask)
+        tl.store(y + image * y_batch_stride + channel * (OH * OW), mean, mask=plane_mask)
     else:
         flat = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        mask = flat < N_C.to(tl.int64) * OH * OW
+        outputs = C * OH * OW
+        mask = flat < N.to(tl.int64) * outputs
         index = tl.where(mask, flat, 0)
-        ow = (index % OW).to(tl.int32)
-        rest = index // OW
-        oh = (rest % OH).to(tl.int32)
-        plane = rest // OH
-        base = x + plane * H * W
+        image = index // outputs
+        within = (index - image * outputs).to(tl.int32)
+        ow = within % OW
+        rest = within // OW
+        oh = rest % OH
+        channel = rest // OH
+        base = x + image * x_batch_stride + channel * H * W
         h0 = oh * SH - PT
         w0 = ow * SW - PL
         if IS_MAX:
@@ -99,4 +112,4 @@ def pool2d(
                 rows = tl.minimum(h0 + KH, H) - tl.maximum(h0, 0)
                 cols = tl.minimum(w0 + KW, W) - tl.maximum(w0, 0)
             result = acc / (rows * cols).to(tl.float32)
-        tl.store(y + flat, result, mask=mask)
+        tl.store(y + image * y_batch_stride + within, result, mask=mask)

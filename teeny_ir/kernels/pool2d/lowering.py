@@ -1,12 +1,13 @@
 """Lowering rules of the ``pool2d`` family: ``graph.max_pool2d``,
 ``graph.avg_pool2d`` and ``graph.global_avg_pool2d``, each as one launch with the
-window geometry as constexprs."""
+window geometry as constexprs and the operand's and result's batch strides as
+dims."""
 
 from __future__ import annotations
 
 from dialects.graph.pool import AvgPool2dOp, GlobalAvgPool2dOp, MaxPool2dOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import batch_stride_expr, dim_expr, lowers, tensor_type
 from teeny_ir.kernels.pool2d.tiles import global_tiles, launch_config, window_tiles
 
 _NO_WINDOW: dict[str, int] = {
@@ -29,18 +30,21 @@ def _launch(
 ) -> LaunchOp:
     batch, channels, height, width = tensor_type(op.input).get_shape()
     out_h, out_w = tensor_type(op.result).get_shape()[2:]
-    planes = f"{dim_expr(batch)} * {channels}"
     num_warps, num_stages = launch_config()
     args = [
         ("x", "in0"),
         ("y", "out0"),
-        ("N_C", planes),
+        ("N", dim_expr(batch)),
+        ("C", str(channels)),
         ("H", str(height)),
         ("W", str(width)),
         ("OH", str(out_h)),
         ("OW", str(out_w)),
+        ("x_batch_stride", batch_stride_expr(op.input)),
+        ("y_batch_stride", batch_stride_expr(op.result)),
     ]
-    grid = [f"cdiv({planes} * {out_h * out_w}, {constexprs['BLOCK']})", "1", "1"]
+    outputs = f"{dim_expr(batch)} * {channels * out_h * out_w}"
+    grid = [f"cdiv({outputs}, {constexprs['BLOCK']})", "1", "1"]
     return LaunchOp(
         "pool2d",
         [op.input],

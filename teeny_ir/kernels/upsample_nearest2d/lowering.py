@@ -1,11 +1,12 @@
 """Lowering rule of the ``upsample_nearest2d`` family: one launch per
-``graph.upsample_nearest2d``, its scales as constexprs."""
+``graph.upsample_nearest2d``, its scales as constexprs and the operand's and
+result's batch strides as dims."""
 
 from __future__ import annotations
 
 from dialects.graph.pool import UpsampleNearest2dOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import batch_stride_expr, dim_expr, lowers, tensor_type
 from teeny_ir.kernels.upsample_nearest2d.tiles import launch_config
 
 
@@ -14,17 +15,20 @@ def lower_upsample_nearest2d(op: UpsampleNearest2dOp) -> LaunchOp:
     """``y[n, c, i, j] = x[n, c, i // sh, j // sw]`` as one launch."""
     batch, channels, height, width = tensor_type(op.input).get_shape()
     out_h, out_w = tensor_type(op.result).get_shape()[2:]
-    planes = f"{dim_expr(batch)} * {channels}"
     block, num_warps, num_stages = launch_config()
     args = [
         ("x", "in0"),
         ("y", "out0"),
-        ("N_C", planes),
+        ("N", dim_expr(batch)),
+        ("C", str(channels)),
         ("H", str(height)),
         ("W", str(width)),
         ("OH", str(out_h)),
         ("OW", str(out_w)),
+        ("x_batch_stride", batch_stride_expr(op.input)),
+        ("y_batch_stride", batch_stride_expr(op.result)),
     ]
+    outputs = f"{dim_expr(batch)} * {channels * out_h * out_w}"
     return LaunchOp(
         "upsample_nearest2d",
         [op.input],
@@ -32,7 +36,7 @@ def lower_upsample_nearest2d(op: UpsampleNearest2dOp) -> LaunchOp:
         {"SH": op.scales[0], "SW": op.scales[1], "BLOCK": block},
         [],
         args,
-        [f"cdiv({planes} * {out_h * out_w}, {block})", "1", "1"],
+        [f"cdiv({outputs}, {block})", "1", "1"],
         num_warps,
         num_stages,
     )

@@ -15,7 +15,7 @@ Importing this package imports neither numpy, torch, triton nor cuda-python.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,7 +28,10 @@ if TYPE_CHECKING:
 
     from teeny_ir.backend.plan import Plan
 
-__all__ = ["BACKENDS", "Backend", "usable_backend"]
+__all__ = ["BACKENDS", "Backend", "Progress", "usable_backend"]
+
+Progress = Callable[[int, int], None]
+"""A progress callback: (launches done, launches in all)."""
 
 
 class Backend(Protocol):
@@ -56,13 +59,16 @@ class Backend(Protocol):
         tensors: Mapping[str, np.ndarray],
         batch: int,
         times: dict[str, float],
+        progress: Progress | None = None,
     ) -> list[np.ndarray]:
         """Execute ``plan`` (loaded from ``directory``) at batch size ``batch``.
 
         ``tensors`` holds the inputs and the bound parameters, keyed by their
         plan names (``in0``, ``p0``); they have been checked against the plan.
         Returns the outputs in the plan's return order and adds stage times in
-        seconds to ``times``. Raises `BackendUnavailableError` when it cannot
+        seconds to ``times``. ``progress``, when given, is called with (launches
+        done, launches in all) as the run advances (at least once, at the end).
+        Raises `BackendUnavailableError` when it cannot
         run at all, `WorkerError` when a launch fails.
         """
         ...

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from teeny_ir.backend.plan import Plan
+    from teeny_ir.runtime.backends import Progress
 
 DRIVER_MODULE = "cuda.bindings.driver"
 NEEDS_CUDA_PYTHON = "the cuda backend needs cuda-python (pip install 'teeny-ir[cuda]')"
@@ -71,6 +72,7 @@ class CudaBackend:
         tensors: Mapping[str, np.ndarray],
         batch: int,
         times: dict[str, float],
+        progress: Progress | None = None,
     ) -> list[np.ndarray]:
         """Refuse with `BackendUnavailableError`: this teeny_ir has no cubin launcher."""
         raise BackendUnavailableError(NO_LAUNCHER)

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from teeny_ir.backend.plan import Plan
+    from teeny_ir.runtime.backends import Progress
 
 TENSORS_FILE = "tensors.safetensors"
 """Inputs and bound parameters, keyed by their plan names (``in0``, ``p0``)."""
@@ -54,6 +55,8 @@ ERROR_FILE = "error.json"
 """Written by a failing worker: ``{"error": one line, "unavailable": "torch", "triton"
 or null, "missing": whether that module is not installed at all}``."""
 LOG_FILE = "worker.log"
+PROGRESS_FILE = "progress"
+"""The worker rewrites it after each launch: ``<done> <total>``."""
 """The worker's stdout and stderr (a failure's full traceback); kept after a failure."""
 WORKER_MODULE = "teeny_ir.runtime.backends.interpreter_worker"
 REQUIRED_MODULES = {"torch": "interp", "triton": ""}
@@ -84,6 +87,7 @@ class InterpreterBackend:
         tensors: Mapping[str, np.ndarray],
         batch: int,
         times: dict[str, float],
+        progress: Progress | None = None,
     ) -> list[np.ndarray]:
         """Run the plan in a worker process (see `Backend.run`); raises
         `WorkerError` (one line naming the kept log) when it fails, and
@@ -114,7 +118,7 @@ class InterpreterBackend:
                 ) from None
             times["write tensors"] = time.perf_counter() - start
             start = time.perf_counter()
-            status = _start_worker(workdir)
+            status = _start_worker(workdir, progress)
             times["worker"] = time.perf_counter() - start
             if status != 0:
                 error = _failure(workdir, status)
@@ -123,6 +127,8 @@ class InterpreterBackend:
             with (workdir / TIMINGS_FILE).open(encoding="utf-8") as handle:
                 times |= {f"worker: {k}": v for k, v in json.load(handle).items()}
             results = load_file(workdir / OUTPUTS_FILE)
+            if progress is not None:
+                progress(len(plan.launches), len(plan.launches))
         finally:
             _clean(workdir, keep_log=keep_log)
         return [results[f"output_{i}"] for i in range(len(plan.outputs))]
@@ -151,23 +157,42 @@ def _installed(module: str) -> bool:
     return spec is not None and spec.origin is not None
 
 
-def _start_worker(workdir: Path) -> int:
+def _start_worker(workdir: Path, progress: Progress | None = None) -> int:
     """Run the worker on ``workdir`` with the interpreter switched on, its
-    output going to ``workdir/worker.log``; returns its exit status."""
+    output going to ``workdir/worker.log``; returns its exit status. With
+    ``progress``, polls the worker's progress file while it runs."""
     env = interpreter_environment(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a crash in native code leaves a traceback
     command = [sys.executable, "-m", WORKER_MODULE, str(workdir)]
     try:
         with (workdir / LOG_FILE).open("wb") as log:
-            done = subprocess.run(
-                command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log, check=False
+            worker = subprocess.Popen(
+                command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log
             )
+            while True:
+                try:
+                    return worker.wait(timeout=0.1 if progress is not None else None)
+                except subprocess.TimeoutExpired:
+                    assert progress is not None
+                    _report(workdir / PROGRESS_FILE, progress)
+                except BaseException:
+                    worker.kill()
+                    worker.wait()
+                    raise
     except OSError as err:
         raise BackendUnavailableError(
             f"the interpreter backend cannot start its worker: {err.strerror or err}"
         ) from None
-    return done.returncode
+
+
+def _report(path: Path, progress: Progress) -> None:
+    """Call ``progress`` with what the worker's progress file says (if readable)."""
+    try:
+        done, total = (int(field) for field in path.read_text(encoding="ascii").split())
+    except (OSError, ValueError):
+        return
+    progress(done, total)
 
 
 def _failure(workdir: Path, status: int) -> Exception:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import math
 import sys
 import time
 import traceback
@@ -38,6 +39,7 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends.interpreter import (
     ERROR_FILE,
     OUTPUTS_FILE,
+    PROGRESS_FILE,
     REQUEST_FILE,
     REQUIRED_MODULES,
     TENSORS_FILE,
@@ -94,10 +96,18 @@ def run(workdir: Path) -> None:
     for buffer in plan.buffers:
         shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
         tensors[buffer.name] = torch.full(shape, float("nan"), dtype=torch.float32)
+    for view in plan.views:
+        # A channel slice: images batch_stride apart, each contiguous, offset
+        # into the base's images (the plan loader proved it inside the base).
+        shape = [d if isinstance(d, int) else eval_text(d, env) for d in view.shape]
+        strides = [view.batch_stride] + [math.prod(shape[k + 1 :]) for k in range(1, len(shape))]
+        tensors[view.name] = torch.as_strided(
+            tensors[view.base], shape, strides, storage_offset=view.offset
+        )
     times["allocate"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    _launch_all(plan, kernels, tensors, env)
+    _launch_all(plan, kernels, tensors, env, workdir / PROGRESS_FILE)
     times["launches"] = time.perf_counter() - start
 
     outputs = {
@@ -109,10 +119,14 @@ def run(workdir: Path) -> None:
 
 
 def _launch_all(
-    plan: Plan, kernels: dict[str, Callable[..., Any]], tensors: dict[str, Any], env: dict[str, int]
+    plan: Plan,
+    kernels: dict[str, Callable[..., Any]],
+    tensors: dict[str, Any],
+    env: dict[str, int],
+    progress: Path | None = None,
 ) -> None:
     specs = {k.name: k for k in plan.kernels}
-    for launch in plan.launches:
+    for done, launch in enumerate(plan.launches):
         spec = specs[launch.kernel]
         family = FAMILIES[spec.family]
         args: list[Any] = []
@@ -127,6 +141,8 @@ def _launch_all(
         kernel[grid](
             *args, **spec.constexprs, num_warps=launch.num_warps, num_stages=launch.num_stages
         )
+        if progress is not None:
+            progress.write_text(f"{done + 1} {len(plan.launches)}", encoding="ascii")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
