@@ -641,6 +641,76 @@ def _parse_start(parser: Parser) -> int:
 
 
 @irdl_op_definition
+class ReshapeOp(IRDLOperation):
+    """The elements of each image of ``source`` in row-major order, with a new
+    shape: a view, no launch, no copy. The batch stays dimension 0 (a reshape
+    that folds it into another dimension is not a view), and each image keeps
+    its place, so the result has the source's batch stride::
+
+        %f = kernel.reshape %x : tensor<?x16x5x5xf32> -> tensor<?x400xf32>
+
+    lower-graph-to-kernel makes one for every ``graph.reshape`` and
+    ``graph.flatten`` that keeps the batch."""
+
+    name = "kernel.reshape"
+
+    source = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(self, source: SSAValue | Operation, result_type: TensorType):
+        super().__init__(operands=[source], result_types=[result_type])
+
+    def verify_(self) -> None:
+        types = []
+        for what, type_ in (("source", self.source.type), ("result", self.result.type)):
+            if not _is_batch_tensor(type_, static=False, strided=True) or not cast(
+                TensorType, type_
+            ).get_shape():
+                raise VerifyException(
+                    f"the {what} must be an f32 tensor of rank >= 1 whose only dynamic "
+                    f"dimension is the batch, contiguous or with a #kernel.batch_stride, got {type_}"
+                )
+            types.append(cast(TensorType, type_))
+        source, result = types
+        src, res = source.get_shape(), result.get_shape()
+        if src[0] != res[0]:
+            raise VerifyException(
+                f"a reshape view keeps dimension 0 (the batch): {source} cannot give {result}"
+            )
+        if math.prod(src[1:]) != math.prod(res[1:]):
+            raise VerifyException(
+                f"an image of {source} holds {math.prod(src[1:])} elements, one of {result} "
+                f"{math.prod(res[1:])}"
+            )
+        if batch_stride(result) != batch_stride(source):
+            raise VerifyException(
+                f"the result's batch stride {batch_stride(result)} must be the source's "
+                f"{batch_stride(source)} (a reshape does not move images)"
+            )
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ReshapeOp:
+        source = parser.parse_unresolved_operand()
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        source_type = parse_tensor_type(parser)
+        parser.parse_punctuation("->")
+        result_type = parse_tensor_type(parser)
+        (value,) = parser.resolve_operands([source], [source_type], pos)
+        return cls(value, result_type)
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_operand(self.source)
+        printer.print_string(" : ")
+        printer.print_attribute(self.source.type)
+        printer.print_string(" -> ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
 class ConcatOp(IRDLOperation):
     """The concatenation of its operands along dimension 1, which their
     producers have already written in place: operand k lives at channels
@@ -933,6 +1003,6 @@ def _check_bindings(
 
 Kernel = Dialect(
     "kernel",
-    [WeightOp, LaunchOp, SliceOp, ConcatOp],
+    [WeightOp, LaunchOp, SliceOp, ReshapeOp, ConcatOp],
     [ParamSlotAttr, ArgBindingAttr, BatchStrideAttr],
 )

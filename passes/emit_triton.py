@@ -44,6 +44,7 @@ from xdsl.passes import ModulePass
 from dialects.kernel import (
     ConcatOp,
     LaunchOp,
+    ReshapeOp,
     SliceOp,
     WeightOp,
     batch_stride,
@@ -113,7 +114,7 @@ class _Collected:
     returned: Operation | None = None
 
 
-_ALLOWED = (WeightOp, LaunchOp, SliceOp, ConcatOp, ReturnOp)
+_ALLOWED = (WeightOp, LaunchOp, SliceOp, ReshapeOp, ConcatOp, ReturnOp)
 
 
 class _Names:
@@ -148,6 +149,8 @@ class _Names:
         if isinstance(value.owner, SliceOp):
             base, offset = self.home(value.owner.source, value.owner)
             return base, offset + value.owner.offset
+        if isinstance(value.owner, ReshapeOp):
+            return self.home(value.owner.source, value.owner)
         if is_strided(value.type):
             raise _error(
                 "a batch-strided value must be a kernel.slice or an operand of a kernel.concat "
@@ -178,7 +181,7 @@ class _Names:
                 base,
                 offset,
                 batch_stride(value.type),
-                _sources(value.owner if isinstance(value.owner, SliceOp) else where),
+                _sources(value.owner if isinstance(value.owner, SliceOp | ReshapeOp) else where),
             )
         )
         return name
@@ -195,7 +198,7 @@ def _collect(forward: FuncOp) -> _Collected:
         Diagnostic(
             Severity.ERROR,
             "emit-triton expects only kernel.weight, kernel.launch, kernel.slice, "
-            f"kernel.concat and func.return in @forward, found '{op.name}' (run "
+            f"kernel.reshape, kernel.concat and func.return in @forward, found '{op.name}' (run "
             "lower-graph-to-kernel first)",
             loc_of(op),
         )
@@ -216,7 +219,7 @@ def _collect(forward: FuncOp) -> _Collected:
         elif isinstance(op, LaunchOp):
             plan.origins["launches", len(plan.launches)] = op
             plan.launches.append(_launch(op, plan, names))
-        elif isinstance(op, SliceOp | ConcatOp):
+        elif isinstance(op, SliceOp | ReshapeOp | ConcatOp):
             names.define(op.results[0], op)
         elif isinstance(op, ReturnOp):
             for value in op.arguments:

@@ -39,7 +39,7 @@ from teeny_ir.kernels.lowering import Unlowerable, lowering_for, tensor_type
 from teeny_ir.kernels.views import form_views
 
 
-def _lower_op(op: Operation) -> LaunchOp:
+def _lower_op(op: Operation) -> Operation:
     rule = lowering_for(type(op))
     if isinstance(rule, str):
         raise Unlowerable(rule)
@@ -53,7 +53,8 @@ _KEPT = (ReturnOp, WeightOp, LaunchOp, ParamOp)
 class _Plan:
     """The lowering of one function, built before anything in it changes."""
 
-    launches: list[tuple[Operation, LaunchOp]]
+    launches: list[tuple[Operation, Operation]]
+    """(graph op, its kernel.launch or view op)."""
     weights: list[WeightOp]
     params: list[ParamOp]
     errors: list[Diagnostic]
@@ -63,7 +64,7 @@ class _Plan:
             launch.erase(safe_erase=False)  # drops its uses of the graph values
 
     def origins(self) -> dict[LaunchOp, Operation]:
-        return {launch: old for old, launch in self.launches}
+        return {new: old for old, new in self.launches if isinstance(new, LaunchOp)}
 
     def apply(self, entry: Block) -> None:
         first = entry.first_op
@@ -140,6 +141,8 @@ def plan_function(function: FuncOp) -> _Plan:
             continue
         launch.location = named_location(op)
         plan.launches.append((op, launch))
+        if not isinstance(launch, LaunchOp):
+            continue  # a view (teeny_ir.kernels.views): no contract, no weights
         try:
             launch.check_plan()
             _declare_weights(launch, {**_epilogue_weights(op), **types}, declared, plan.weights)

@@ -26,6 +26,7 @@ from teeny_ir.backend.plan import (
     ParamSpec,
     Plan,
     PlanError,
+    SourceSpec,
     TensorSpec,
     WeightSpec,
     load_plan,
@@ -59,7 +60,14 @@ def write_fixture(directory: Path) -> Plan:
         directory,
         "conv1x1_gemm",
         0,
-        {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": "silu"},
+        {
+            "BLOCK_M": 16,
+            "BLOCK_N": 16,
+            "BLOCK_K": 16,
+            "GROUP_M": 8,
+            "ACTIVATION": "silu",
+            "HAS_RESIDUAL": 0,
+        },
     )
     add = _kernel(directory, "elementwise", 0, {"OP": "add", "BLOCK": 128})
     bn = [f"{PREFIX}bn.{n}" for n in ("weight", "bias", "running_mean", "running_var")]
@@ -86,8 +94,15 @@ def write_fixture(directory: Path) -> Plan:
                 4,
                 2,
                 (
-                    *(t(name) for name in ("in0", "p0", "p1", "p2", "t0")),
-                    *(e(x) for x in ("B", str(C_IN), str(C_OUT), str(M), str(M))),
+                    # No residual: r is bound to the input and never read.
+                    *(t(name) for name in ("in0", "p0", "p1", "p2", "in0", "t0")),
+                    *(e(x) for x in ("B", str(C_IN), str(C_OUT), str(M))),
+                    *(e(str(x)) for x in (C_IN * M, C_IN * M, C_OUT * M)),
+                ),
+                (
+                    SourceSpec("graph.conv2d", "m.mlir:3:8"),
+                    SourceSpec("graph.batch_norm", "m.mlir:4:8"),
+                    SourceSpec("graph.silu"),
                 ),
             ),
             LaunchSpec(
@@ -100,6 +115,7 @@ def write_fixture(directory: Path) -> Plan:
                     *(e(x) for x in (f"B * {C_OUT * M}", str(C_OUT), str(H), str(W))),
                     *(e(str(x)) for x in (C_OUT * M, M, W, 1, C_OUT * W, W, 0, 1)),
                 ),
+                (SourceSpec("graph.add", "m.mlir:5:8"),),
             ),
         ),
         outputs=("t1", "t0"),
@@ -219,9 +235,9 @@ REJECTIONS = [
     ("call in a grid", _set("launches/0/grid/0", "__import__(os, 1)"), "call of '__import__'"),
     ("other call", _set("launches/1/grid/0", "pow(B, 2)"), "call of 'pow' is not allowed"),
     ("attribute in a grid", _set("launches/1/grid/1", "B.bit_length"), "unexpected character"),
-    ("symbol other than B", _set("launches/0/args/6/expr", "C"), "only 'B' is allowed"),
+    ("symbol other than B", _set("launches/0/args/7/expr", "C"), "only 'B' is allowed"),
     ("symbol in a shape", _set("buffers/1/shape/1", "N"), "only 'B' is allowed"),
-    ("arg count", lambda d: d["launches"][0]["args"].pop(), "passes 9 arguments"),
+    ("arg count", lambda d: d["launches"][0]["args"].pop(), "passes 12 arguments"),
     (
         "param arg bound to an input",
         _set("launches/0/args/1", {"tensor": "in0"}),
@@ -230,12 +246,22 @@ REJECTIONS = [
     (
         "output bound to an input",
         _set("launches/1/args/2", {"tensor": "in1"}),
-        "argument 'out' (output) must refer to: buffer; got input 'in1'",
+        "argument 'out' (output) must refer to: buffer or view; got input 'in1'",
     ),
-    ("tensor for a dim", _set("launches/0/args/5", {"tensor": "in0"}), "must be an expression"),
+    ("tensor for a dim", _set("launches/0/args/6", {"tensor": "in0"}), "must be an expression"),
     ("expr for a pointer", _set("launches/0/args/0", {"expr": "B"}), "must be a tensor"),
     ("undefined tensor", _set("launches/0/args/0", {"tensor": "in7"}), "undefined tensor 'in7'"),
-    ("read before write", _set("launches/0/args/0", {"tensor": "t1"}), "before any launch"),
+    (
+        "read before write",
+        _set("launches/0/args/0", {"tensor": "t1"}),
+        "reads buffer 't1' before launches have written all of it",
+    ),
+    (
+        "wrong batch stride",
+        _set("launches/0/args/10/expr", str(C_IN * M + 1)),
+        f"argument 'x_batch_stride' = '{C_IN * M + 1}' is {C_IN * M + 1} at B = 1, "
+        f"but 'in0' (bound to 'x') has batch stride {C_IN * M}",
+    ),
     ("unknown kernel", _set("launches/0/kernel", "nope_0"), "names no kernel"),
     ("output is a param", _set("outputs/0/tensor", "p0"), "output 'p0'"),
     ("duplicate tensor", _set("buffers/1/name", "t0"), "tensor 't0' is defined twice"),

@@ -154,6 +154,7 @@ def test_c2f_with_views_matches_the_reference(tmp_path: Path, batch: int) -> Non
 def test_provenance_lists_the_fused_graph_ops(tmp_path: Path) -> None:
     plan = json.loads((_emit(tmp_path, C2F) / "plan.json").read_text())
     ops = [[s["op"] for s in launch["sources"]] for launch in plan["launches"]]
+    assert len(ops) == 3
     assert ops[0] == ["graph.conv2d", "graph.silu"], ops
     assert {"graph.conv2d", "graph.bias_add", "graph.silu", "graph.add"} <= set(ops[1]), ops
     for launch in plan["launches"]:
@@ -182,14 +183,61 @@ def _first_view(data: dict) -> dict:  # type: ignore[type-arg]
         (lambda d: _first_view(d).update(offset=10**6), "covers elements"),
         (lambda d: _first_view(d).update(batch_stride=7), "has batch stride 7"),
         (lambda d: _first_view(d).update(base="p0"), "is not an input or a buffer of the plan"),
-        (lambda d: _first_view(d).update(shape=["B", 4, 9, 8]), "is not a channel slice"),
+        (lambda d: _first_view(d).update(shape=[3, 4, 9, 7]), "does not keep the batch"),
+        (lambda d: _first_view(d).update(shape=["B", 40, 9, 7]), "covers elements"),
         (lambda d: d["launches"].pop(1), "before launches have written all of it"),
-        (
-            lambda d: d["outputs"][0].update(tensor=_first_view(d)["name"]),
-            "is not an input or a buffer",
-        ),
+        (lambda d: d["outputs"][0].update(tensor="p0"), "is not an input, or a buffer or view"),
     ],
 )
 def test_edited_views_are_refused(tmp_path: Path, edit: object, message: str) -> None:
     with pytest.raises(PlanError, match=message):
         load_plan(_edited(tmp_path, edit))
+
+
+FLATTEN = """
+func.func @forward(%x: tensor<?x3x5x5xf32>) -> tensor<?x75xf32> {
+  %m = graph.max_pool2d %x kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1] : (tensor<?x3x5x5xf32>) -> tensor<?x3x5x5xf32>
+  %f = graph.flatten %m : (tensor<?x3x5x5xf32>) -> tensor<?x75xf32>
+  func.return %f : tensor<?x75xf32>
+}
+"""
+
+
+def test_flatten_is_a_view_with_no_launch(tmp_path: Path) -> None:
+    ir = _lower(FLATTEN)
+    assert _count(ir, "kernel.launch") == 1 and "kernel.reshape" in ir, ir
+    out = _emit(tmp_path, FLATTEN)
+    plan = load_plan(out)
+    assert len(plan.launches) == 1 and plan.outputs == (plan.views[0].name,)
+    x = np.random.default_rng(0).standard_normal((3, 3, 5, 5)).astype(np.float32)
+    (got,) = runtime.load(out).run([x], {})
+    (want,) = reference.run(teeny_ir.parse_module(FLATTEN), {}, [x])
+    assert_close([got], [want], REDUCTION_TOL, dtype=np.float32)
+
+
+def test_flatten_of_a_concat_part_keeps_its_stride() -> None:
+    text = """
+func.func @forward(%x: tensor<?x3x5x5xf32>) -> (tensor<?x6x5x5xf32>, tensor<?x75xf32>) {
+  %m = graph.max_pool2d %x kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1] : (tensor<?x3x5x5xf32>) -> tensor<?x3x5x5xf32>
+  %n = graph.max_pool2d %m kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1] : (tensor<?x3x5x5xf32>) -> tensor<?x3x5x5xf32>
+  %c = graph.concat %m, %n axis 1 : (tensor<?x3x5x5xf32>, tensor<?x3x5x5xf32>) -> tensor<?x6x5x5xf32>
+  %f = graph.flatten %m : (tensor<?x3x5x5xf32>) -> tensor<?x75xf32>
+  %p = graph.max_pool2d %c kernel [1, 1] : (tensor<?x6x5x5xf32>) -> tensor<?x6x5x5xf32>
+  func.return %p, %f : tensor<?x6x5x5xf32>, tensor<?x75xf32>
+}
+"""
+    ir = _lower(text)
+    # %m is placed in the concat, so its flatten is not contiguous: the flatten
+    # is returned, which a strided view cannot be, so the concat copies.
+    assert '"concat"' in ir and "kernel.reshape" in ir, ir
+
+
+def test_reshape_folding_the_batch_is_refused() -> None:
+    text = """
+func.func @forward(%x: tensor<2x3x5x5xf32>) -> tensor<6x25xf32> {
+  %r = graph.reshape %x shape [6, 25] : (tensor<2x3x5x5xf32>) -> tensor<6x25xf32>
+  func.return %r : tensor<6x25xf32>
+}
+"""
+    with pytest.raises(teeny_ir.DiagnosticError, match="moves the batch out of dimension 0"):
+        _lower(text)

@@ -62,3 +62,27 @@ func.func @concat_channels(%x: tensor<?x16x8x8xf32, #kernel.batch_stride<3072>>)
   %c = kernel.concat %x : (tensor<?x16x8x8xf32, #kernel.batch_stride<3072>>) -> tensor<?x48x4x16xf32>
   func.return
 }
+
+// -----
+
+func.func @reshape_batch(%x: tensor<2x16x5x5xf32>) {
+  // expected-error@+1 {{a reshape view keeps dimension 0 (the batch)}}
+  %f = kernel.reshape %x : tensor<2x16x5x5xf32> -> tensor<32x5x5xf32>
+  func.return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<?x16x5x5xf32>) {
+  // expected-error@+1 {{an image of tensor<?x16x5x5xf32> holds 400 elements, one of tensor<?x399xf32> 399}}
+  %f = kernel.reshape %x : tensor<?x16x5x5xf32> -> tensor<?x399xf32>
+  func.return
+}
+
+// -----
+
+func.func @reshape_stride(%x: tensor<?x4x5x5xf32, #kernel.batch_stride<400>>) {
+  // expected-error@+1 {{the result's batch stride 100 must be the source's 400 (a reshape does not move images)}}
+  %f = kernel.reshape %x : tensor<?x4x5x5xf32, #kernel.batch_stride<400>> -> tensor<?x100xf32>
+  func.return
+}

@@ -3,14 +3,15 @@
 // RUN: not teeny-opt %s -p emit-triton --split-input-file 2>&1 | filecheck %s --check-prefix=NO-DIR
 // RUN: not teeny-opt %s -p 'emit-triton{out-dir=%t archs=75}' --split-input-file 2>&1 | filecheck %s --check-prefix=ARCH
 
-// emit-triton reads only kernel IR: every other op in @forward is reported,
-// nothing is written (%t never appears), and the options are checked first.
+// emit-triton reads only kernel IR (weights, launches and views): every other
+// op in @forward is reported, nothing is written (%t never appears), and the
+// options are checked first.
 
 // NO-DIR: error: emit-triton needs out-dir=DIR (the directory to write)
 // ARCH: error: emit-triton: unknown arch 75 (known: 80, 86, 87, 89, 90, 100, 120)
 
 func.func @forward(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error@+1 {{emit-triton expects only kernel.weight, kernel.launch and func.return in @forward, found 'graph.silu' (run lower-graph-to-kernel first)}}
+  // expected-error@+1 {{emit-triton expects only kernel.weight, kernel.launch, kernel.slice, kernel.concat and func.return in @forward, found 'graph.silu' (run lower-graph-to-kernel first)}}
   %y = graph.silu %x : tensor<?x4xf32>
   // expected-error@+1 {{found 'graph.relu'}}
   %z = graph.relu %y : tensor<?x4xf32>

@@ -29,10 +29,12 @@ func.func @no_algorithm(%x: tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32> {
 
 // -----
 
-func.func @depthwise(%x: tensor<?x4x8x8xf32>) -> tensor<?x4x6x6xf32> {
-  %w = graph.param "w" : tensor<4x1x3x3xf32>
-  // expected-error@+1 {{cannot lower 'graph.fused_conv2d' to a kernel: no kernel family implements algorithm 'depthwise' yet}}
-  %y = graph.fused_conv2d %x, %w groups 4 scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> algorithm "depthwise" tiles [64, 64, 16] : (tensor<?x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<?x4x6x6xf32>
+// The graph verifier checks only 'gemm' against the geometry; the depthwise
+// family's rule refuses an 'algorithm "depthwise"' conv that is not one.
+func.func @depthwise_not_depthwise(%x: tensor<?x4x8x8xf32>) -> tensor<?x4x6x6xf32> {
+  %w = graph.param "w" : tensor<4x2x3x3xf32>
+  // expected-error@+1 {{cannot lower 'graph.fused_conv2d' to a kernel: not depthwise: groups 2, 4 input and 4 output channels}}
+  %y = graph.fused_conv2d %x, %w groups 2 scale #derive.param<fill(1.0) : [4]> shift #derive.param<fill(0.0) : [4]> algorithm "depthwise" tiles [64, 64, 16] : (tensor<?x4x8x8xf32>, tensor<4x2x3x3xf32>) -> tensor<?x4x6x6xf32>
   func.return %y : tensor<?x4x6x6xf32>
 }
 

@@ -405,8 +405,8 @@ def _static_image(shape: tuple[int | str, ...]) -> int | None:
 
 
 def _check_views(plan: Plan, kinds: dict[str, str]) -> dict[str, tuple[str, int, int]]:
-    """Each view is a channel slice inside one image of its base (an input or a
-    buffer; so, for every batch, inside the base). Returns name -> (base,
+    """Each view's images lie inside its base's (an input or a buffer; so, for
+    every batch, inside the base): a channel slice or a reshape of each image. Returns name -> (base,
     first, end): the element interval of the image it covers; a buffer or an
     input covers its whole image."""
     regions: dict[str, tuple[str, int, int]] = {}
@@ -425,17 +425,10 @@ def _check_views(plan: Plan, kinds: dict[str, str]) -> dict[str, tuple[str, int,
                 f"{where} has base '{view.base}', which is not an input or a buffer of the plan"
             )
         image, base_image = _static_image(view.shape), _static_image(base.shape)
-        if (
-            image is None
-            or base_image is None
-            or len(view.shape) != len(base.shape)
-            or len(view.shape) < 2
-            or view.shape[0] != base.shape[0]
-            or view.shape[2:] != base.shape[2:]
-        ):
+        if image is None or base_image is None or not view.shape or view.shape[0] != base.shape[0]:
             raise PlanError(
-                f"{where} {list(view.shape)} is not a channel slice of '{view.base}' "
-                f"{list(base.shape)}"
+                f"{where} {list(view.shape)} does not keep the batch of '{view.base}' "
+                f"{list(base.shape)} with static images"
             )
         if view.batch_stride != base_image:
             raise PlanError(
@@ -545,10 +538,12 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             base, first, end = regions[name]
             written.setdefault(base, []).append((first, end))
     for name in plan.outputs:
-        if kinds.get(name) not in ("input", "buffer") or (
-            kinds[name] == "buffer" and not _covered(regions[name], written)
+        if kinds.get(name) not in ("input", "buffer", "view") or (
+            kinds[name] != "input" and not _covered(regions[name], written)
         ):
-            raise PlanError(f"output '{name}' is not an input or a buffer written by launches")
+            raise PlanError(
+                f"output '{name}' is not an input, or a buffer or view written by launches"
+            )
     batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
     if uses_batch and not batch_inputs:
         raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")

@@ -7,8 +7,9 @@ with `no_kernel` (in `teeny_ir.kernels.opt_outs`). The conventions test asserts
 that every graph op has exactly one of these, so a gap is a named test failure,
 and lower-graph-to-kernel is a thin driver over `lowering_for`.
 
-A rule maps the graph op to one ``kernel.launch`` or raises `Unlowerable` with
-the reason, which the pass reports at the op's location.
+A rule maps the graph op to one ``kernel.launch`` (or, for the reshapes of
+`teeny_ir.kernels.views`, a view op with no launch) or raises `Unlowerable`
+with the reason, which the pass reports at the op's location.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ if TYPE_CHECKING:
 
     from dialects.kernel import LaunchOp
 
-Rule = Callable[["Operation"], "LaunchOp"]
-R = TypeVar("R", bound=Callable[..., "LaunchOp"])
+Rule = Callable[["Operation"], "LaunchOp | Operation"]
+"""A lowering: the ``kernel.launch`` that runs the op, or (`teeny_ir.kernels.views`)
+the view op that needs no launch."""
+R = TypeVar("R", bound=Callable[..., "LaunchOp | Operation"])
 
 _RULES: dict[type[Operation], Rule] = {}
 _GUARDED: dict[type[Operation], list[tuple[Callable[[Operation], bool], Rule]]] = {}
@@ -70,7 +73,7 @@ def lowers(
 def _dispatch(op_type: type[Operation]) -> Rule:
     """The rule of an op class lowered by conditional rules: the first that accepts."""
 
-    def dispatch(op: Operation) -> LaunchOp:
+    def dispatch(op: Operation) -> LaunchOp | Operation:
         for when, rule in _GUARDED[op_type]:
             if when(op):
                 return rule(op)
@@ -104,6 +107,7 @@ def load() -> None:
     for package in FAMILY_PACKAGES:
         importlib.import_module(f"teeny_ir.kernels.{package}.lowering")
     importlib.import_module("teeny_ir.kernels.opt_outs")
+    importlib.import_module("teeny_ir.kernels.views")
 
 
 def lowering_for(op_type: type[Operation]) -> Rule | str:
@@ -145,7 +149,8 @@ def opt_out_reasons() -> dict[type[Operation], str]:
 
 
 def family_of(rule: Rule) -> str:
-    """The family whose lowering module defines ``rule`` (for the supported-ops table)."""
+    """The family whose lowering module defines ``rule`` (for the supported-ops
+    table); ``views`` for the rules of `teeny_ir.kernels.views` (no launch)."""
     return rule.__module__.removeprefix("teeny_ir.kernels.").removesuffix(".lowering")
 
 

@@ -19,7 +19,7 @@ from dialects.graph.reduce import (
     ReduceSumOp,
     SoftmaxOp,
 )
-from dialects.graph.structure import FlattenOp, ReshapeOp, TransposeOp
+from dialects.graph.structure import TransposeOp
 from teeny_ir.kernels.lowering import no_kernel
 
 no_kernel(
@@ -45,7 +45,5 @@ no_kernel(
     CrossEntropyOp,
     ReduceSumOp,
     ReduceMeanOp,
-    ReshapeOp,
-    FlattenOp,
     TransposeOp,
 )

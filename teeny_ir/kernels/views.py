@@ -20,6 +20,10 @@ rewrites those copies into views where that is safe, in program order:
   If one operand cannot be placed, the one copy launch stays (all or nothing:
   one launch copying every input is cheaper than a copy per operand).
 
+A ``graph.reshape`` or ``graph.flatten`` that keeps the batch as dimension 0
+is always a view (``kernel.reshape``: each image is the same elements in the
+same order); one that folds the batch into another dimension is refused.
+
 Placing a value changes its type to a ``#kernel.batch_stride`` one and rebinds
 the ``<pointer>_batch_stride`` dims of its producer and of every consumer, so
 the launches' contracts (proven by `teeny_ir.kernels.validator`) keep matching
@@ -39,17 +43,33 @@ from xdsl.ir import Block, Operation, OpResult, SSAValue, Use
 from xdsl.rewriter import Rewriter
 
 from dialects.graph.structure import ConcatOp as GraphConcatOp
+from dialects.graph.structure import FlattenOp
+from dialects.graph.structure import ReshapeOp as GraphReshapeOp
 from dialects.graph.structure import SplitOp as GraphSplitOp
 from dialects.kernel import (
     ArgBindingAttr,
     ConcatOp,
     LaunchOp,
+    ReshapeOp,
     SliceOp,
     batch_stride,
     is_strided,
     with_batch_stride,
 )
 from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type
+
+
+@lowers(GraphReshapeOp, FlattenOp)
+def lower_reshape(op: Operation) -> ReshapeOp:
+    """A reshape that keeps the batch as dimension 0: a view of its input."""
+    source, result = tensor_type(op.operands[0]), tensor_type(op.results[0])
+    if not source.get_shape() or source.get_shape()[0] != result.get_shape()[0]:
+        raise Unlowerable(
+            "a reshape that moves the batch out of dimension 0 has no kernel "
+            f"({source} -> {result}); only reshapes of each image are views"
+        )
+    return ReshapeOp(op.operands[0], result)
 
 
 @dataclass(frozen=True)
@@ -99,7 +119,7 @@ def _takes_strided(use: Use) -> bool:
     user = use.operation
     if isinstance(user, LaunchOp):
         return _strided_pointers(user, f"in{use.index}")
-    if isinstance(user, SliceOp):
+    if isinstance(user, SliceOp | ReshapeOp):
         return all(_takes_strided(u) for u in user.result.uses)
     return False
 
@@ -139,7 +159,7 @@ def _restride(value: SSAValue, stride: int) -> SSAValue:
     for use in list(new.uses):
         if isinstance(use.operation, LaunchOp):
             _rebind_strides(use.operation, f"in{use.index}", stride)
-        elif isinstance(use.operation, SliceOp):
+        elif isinstance(use.operation, SliceOp | ReshapeOp):
             _restride(use.operation.result, stride)
     return new
 
