@@ -310,6 +310,8 @@ def _kernel_text(op_type: type[Any]) -> tuple[str, bool]:
     if isinstance(found, str):
         return "none: " + cell(_escape_line(found)), False
     families = families_of(op_type) or [family_of(found)]
+    if families == ["views"]:  # no launch: a view of its operand (views.md)
+        return "no launch: a view ([views.md](views.md))", True
     return ", ".join(f"[`{f}`](../teeny_ir/kernels/{f}/)" for f in families), True
 
 

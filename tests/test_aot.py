@@ -23,7 +23,14 @@ from teeny_ir.kernels.render import render as render_variant
 # The two original families; every other family tests its own AOT in its test file.
 CONSTEXPRS = {
     "elementwise": {"OP": "add", "BLOCK": 1024},
-    "conv1x1_gemm": {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": "silu"},
+    "conv1x1_gemm": {
+        "BLOCK_M": 64,
+        "BLOCK_N": 64,
+        "BLOCK_K": 16,
+        "GROUP_M": 8,
+        "ACTIVATION": "silu",
+        "HAS_RESIDUAL": 0,
+    },
 }
 STAGES = {"elementwise": 1, "conv1x1_gemm": 2}
 ARCHS = (80, 90)
@@ -117,7 +124,14 @@ def test_shared_memory_over_the_limit_is_an_error(
 def test_large_tiles_exceed_the_sm86_limit(tmp_path: Path) -> None:
     """128x128x64 fp32 tiles with 3 stages (Triton buffers 2 in shared memory)
     need 128 KiB: fine on sm_80, too much on sm_86."""
-    constexprs = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8, "ACTIVATION": "none"}
+    constexprs = {
+        "BLOCK_M": 128,
+        "BLOCK_N": 128,
+        "BLOCK_K": 64,
+        "GROUP_M": 8,
+        "ACTIVATION": "none",
+        "HAS_RESIDUAL": 0,
+    }
     variant = aot.compile_variant(
         render("conv1x1_gemm", tmp_path, constexprs),
         "conv1x1_gemm_0",

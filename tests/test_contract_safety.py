@@ -138,7 +138,26 @@ KERNEL_IR_MUTATIONS: list[tuple[str, str, Callable[[str], str] | None, str]] = [
     ("stride reaching past x", "elementwise", _binding("x_stride0", "90"), "imply"),
     ("stride reaching past y", "elementwise", _binding("y_stride1", "64"), "imply"),
     ("C_IN beyond x", "conv1x1_gemm", _binding("C_IN", "7"), "imply"),
-    ("row stride past y", "conv1x1_gemm", _binding("y_row_stride", "64"), "imply"),
+    (
+        "batch stride past y",
+        "conv1x1_gemm",
+        _binding("y_batch_stride", "64"),
+        "argument 'y_batch_stride' = '64' is 64 at B = 1, but 'out0' (bound to 'y') has batch "
+        "stride 54",
+    ),
+    (
+        "batch stride short of x",
+        "conv1x1_gemm",
+        _binding("x_batch_stride", "44"),
+        "argument 'x_batch_stride' = '44' is 44 at B = 1, but 'in0' (bound to 'x') has batch "
+        "stride 45",
+    ),
+    (
+        "residual read without a residual",
+        "conv1x1_gemm",
+        _constexpr("HAS_RESIDUAL", "1"),
+        "argument 'r' may touch",
+    ),
     ("weight slot too small", "conv1x1_gemm", _param_shape, "may touch"),
     ("block of 2**21", "elementwise", _constexpr("BLOCK", str(2**21)), "above Triton's limit"),
     ("gemm block too large", "conv1x1_gemm", _constexpr("BLOCK_K", "32768"), "above Triton's"),
@@ -239,7 +258,13 @@ PLAN_TAMPERING: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("buffer smaller than numel", _shrink_buffer, "imply"),
     ("numel edited", _set_arg("elementwise", 3, {"expr": "B * 9999"}), "imply"),
     ("stride edited", _set_arg("elementwise", 7, {"expr": "B * 4000"}), "imply"),
-    ("M edited", _set_arg("conv1x1_gemm", 8, {"expr": "64"}), "imply"),
+    ("M edited", _set_arg("conv1x1_gemm", 9, {"expr": "64"}), "imply"),
+    (
+        "batch stride edited",
+        _set_arg("conv1x1_gemm", 12, {"expr": "B * 2331"}),
+        "argument 'y_batch_stride' = 'B * 2331' is 4662 at B = 2, but 't0' (bound to 'y') has "
+        "batch stride 2331",
+    ),
 ]
 
 

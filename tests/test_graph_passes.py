@@ -151,20 +151,56 @@ def test_select_wraps_a_plain_conv_at_its_location() -> None:
 
 
 def test_select_reports_every_unsupported_conv_at_once() -> None:
-    text = (
-        "func.func @forward(%x: tensor<?x4x8x8xf32>) -> (tensor<?x4x6x6xf32>, tensor<?x4x6x6xf32>) {\n"
+    # Every conv kind has a kernel path now: after the inference passes each
+    # convolution, depthwise ones included, leaves labelled with its algorithm.
+    labelled = (
+        "func.func @forward(%x: tensor<?x4x8x8xf32>) -> (tensor<?x4x6x6xf32>, tensor<?x4x6x6xf32>, "
+        "tensor<?x4x6x6xf32>, tensor<?x4x8x8xf32>) {\n"
         '  %w = graph.param "w" : tensor<4x1x3x3xf32>\n'
         '  %d = graph.param "d" : tensor<4x1x3x3xf32>\n'
+        '  %g = graph.param "g" : tensor<4x4x3x3xf32>\n'
+        '  %p = graph.param "p" : tensor<4x4x1x1xf32>\n'
         "  %a = graph.conv2d %x, %w groups 4 : (tensor<?x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<?x4x6x6xf32>\n"
         "  %b = graph.conv2d %x, %d groups 4 : (tensor<?x4x8x8xf32>, tensor<4x1x3x3xf32>) -> tensor<?x4x6x6xf32>\n"
-        "  func.return %a, %b : tensor<?x4x6x6xf32>, tensor<?x4x6x6xf32>\n}\n"
+        "  %c = graph.conv2d %x, %g : (tensor<?x4x8x8xf32>, tensor<4x4x3x3xf32>) -> tensor<?x4x6x6xf32>\n"
+        "  %e = graph.conv2d %x, %p : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x8x8xf32>\n"
+        "  func.return %a, %b, %c, %e : tensor<?x4x6x6xf32>, tensor<?x4x6x6xf32>, "
+        "tensor<?x4x6x6xf32>, tensor<?x4x8x8xf32>\n}\n"
+    )
+    module = _run(labelled, INFERENCE)
+    assert not _ops(module, Conv2dOp)
+    fused = [op for op in _ops(module, FusedConv2dOp) if isinstance(op, FusedConv2dOp)]
+    assert [(op.location, op.algorithm) for op in fused] == [
+        (_loc(6, 8), "depthwise"),
+        (_loc(7, 8), "depthwise"),
+        (_loc(8, 8), "implicit-gemm"),
+        (_loc(9, 8), "gemm"),
+    ]
+    assert all(op.tiles is not None and len(op.tiles) == 3 for op in fused)
+    # What the pass still refuses - a plain conv whose bias is not a graph.param
+    # (the shift derivation must name a weight) - is reported for every such
+    # conv at once, whatever its algorithm; the supported conv between them is not.
+    refused = (
+        "func.func @forward(%x: tensor<?x4x8x8xf32>, %v: tensor<4xf32>) -> (tensor<?x4x6x6xf32>, "
+        "tensor<?x4x6x6xf32>, tensor<?x4x8x8xf32>) {\n"
+        '  %w = graph.param "w" : tensor<4x1x3x3xf32>\n'
+        '  %g = graph.param "g" : tensor<4x4x3x3xf32>\n'
+        "  %a = graph.conv2d %x, %w, %v groups 4 : (tensor<?x4x8x8xf32>, tensor<4x1x3x3xf32>, "
+        "tensor<4xf32>) -> tensor<?x4x6x6xf32>\n"
+        "  %b = graph.conv2d %x, %g, %v : (tensor<?x4x8x8xf32>, tensor<4x4x3x3xf32>, "
+        "tensor<4xf32>) -> tensor<?x4x6x6xf32>\n"
+        "  %c = graph.conv2d %x, %w padding [1, 1, 1, 1] groups 4 : (tensor<?x4x8x8xf32>, "
+        "tensor<4x1x3x3xf32>) -> tensor<?x4x8x8xf32>\n"
+        "  func.return %a, %b, %c : tensor<?x4x6x6xf32>, tensor<?x4x6x6xf32>, "
+        "tensor<?x4x8x8xf32>\n}\n"
     )
     with pytest.raises(teeny_ir.DiagnosticError) as caught:
-        _run(text, INFERENCE)
-    found = [(d.location, d.message.split("'")[1]) for d in caught.value.diagnostics]
+        _run(refused, "select-conv-algorithm")
+    message = "the convolution bias must be a graph.param (the shift derivation names it)"
+    found = [(d.location, d.message) for d in caught.value.diagnostics]
     assert found == [
-        (SourceLoc("model.mlir", 4, 8), "depthwise"),
-        (SourceLoc("model.mlir", 5, 8), "depthwise"),
+        (SourceLoc("model.mlir", 4, 8), message),
+        (SourceLoc("model.mlir", 5, 8), message),
     ]
 
 

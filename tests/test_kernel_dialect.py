@@ -31,12 +31,15 @@ GEMM_ARGS = [
     ("w", "param.w"),
     ("scale", "param.scale"),
     ("shift", "param.shift"),
+    ("r", "in0"),  # no residual: bound to the input, never read
     ("y", "out0"),
     ("B", "B"),
     ("C_IN", "8"),
     ("C_OUT", "16"),
     ("M", "16"),
-    ("y_row_stride", "16"),
+    ("x_batch_stride", "128"),
+    ("r_batch_stride", "128"),
+    ("y_batch_stride", "256"),
 ]
 GEMM_SLOTS = [
     ParamSlot("w", (16, 8), reshape("m.conv.weight", (16, 8))),
@@ -54,7 +57,14 @@ GEMM_WEIGHTS = [
     ("m.bn.bias", (16,)),
     ("m.bn.running_mean", (16,)),
 ]
-GEMM_CONSTEXPRS = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 16, "GROUP_M": 8, "ACTIVATION": "silu"}
+GEMM_CONSTEXPRS = {
+    "BLOCK_M": 64,
+    "BLOCK_N": 64,
+    "BLOCK_K": 16,
+    "GROUP_M": 8,
+    "ACTIVATION": "silu",
+    "HAS_RESIDUAL": 0,
+}
 
 
 def elementwise_args(
@@ -188,12 +198,13 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
     text = print_module(module)
     assert (
         'kernel.launch "conv1x1_gemm" (%0) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, '
-        "GROUP_M = 8, ACTIVATION = \"silu\"} params [w : tensor<16x8xf32> = "
+        'GROUP_M = 8, ACTIVATION = "silu", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = '
         '#derive.param<reshape("m.conv.weight") : [16, 8]>, ' in text
     )
     assert (
-        'args [x = in0, w = param.w, scale = param.scale, shift = param.shift, y = out0, B = "B", '
-        'C_IN = "8", C_OUT = "16", M = "16", y_row_stride = "16"] '
+        "args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, "
+        'B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", '
+        'r_batch_stride = "128", y_batch_stride = "256"] '
         'grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : ' in text
     )
 
@@ -226,13 +237,22 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
             {"params": [dataclasses.replace(GEMM_SLOTS[0], shape=(8, 16)), *GEMM_SLOTS[1:]]},
             "parameter slot 'w' has shape [8, 16] but its derivation gives [16, 8]",
         ),
-        ({"args": GEMM_ARGS[:-1]}, "family 'conv1x1_gemm' takes 10 arguments"),
+        ({"args": GEMM_ARGS[:-1]}, "family 'conv1x1_gemm' takes 13 arguments"),
         ({"args": [("x", "param.w"), *GEMM_ARGS[1:]]}, "argument 'x' (kind input) must bind"),
         (
-            {"args": [*GEMM_ARGS[:4], ("y", "in0"), *GEMM_ARGS[5:]]},
+            {"args": [*GEMM_ARGS[:5], ("y", "in0"), *GEMM_ARGS[6:]]},
             "must bind to out<N>, got 'in0'",
         ),
-        ({"args": [*GEMM_ARGS[:8], ("M", "H"), GEMM_ARGS[9]]}, "uses symbol 'H'"),
+        ({"args": [*GEMM_ARGS[:9], ("M", "H"), *GEMM_ARGS[10:]]}, "uses symbol 'H'"),
+        (
+            {"args": [*GEMM_ARGS[:-1], ("y_batch_stride", "255")]},
+            "argument 'y_batch_stride' = '255' is 255 at B = 1, but 'out0' (bound to 'y') "
+            "has batch stride 256",
+        ),
+        (
+            {"constexprs": {**GEMM_CONSTEXPRS, "HAS_RESIDUAL": 2}},
+            "constexpr 'HAS_RESIDUAL' is a bool: expected 0 or 1, got 2",
+        ),
         ({"num_warps": 0}, "num_warps must be a power of two in 1..32, got 0"),
         ({"num_warps": 6}, "num_warps must be a power of two in 1..32, got 6"),
         ({"num_stages": 0}, "num_stages must be >= 1, got 0"),

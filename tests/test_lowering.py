@@ -103,15 +103,22 @@ def test_slice_lowers_to_the_launch_plan() -> None:
         "model.0.bn.running_mean",
     ]
     assert ops[: len(weights)] == weights and isinstance(ops[-1], ReturnOp)
-    assert [launch.family for launch in launches] == ["conv1x1_gemm", "elementwise", "elementwise"]
-    gemm, add, silu = launches
+    # The residual add fuses into the GEMM's epilogue; only the last silu stays.
+    assert [launch.family for launch in launches] == ["conv1x1_gemm", "elementwise"]
+    gemm, silu = launches
     assert [s.name for s in gemm.param_slots] == ["w", "scale", "shift"]
     assert gemm.param_slots[0].derivation.kind == "reshape"
     assert gemm.constexpr_values["ACTIVATION"] == "silu"  # the first silu fused into the conv
+    assert gemm.constexpr_values["HAS_RESIDUAL"] == 1  # then the add of the block's input
+    x = forward(lowered).body.block.args[0]
+    assert list(gemm.operands) == [x, x]
+    bindings = dict(gemm.arg_bindings)
+    assert (bindings["x"], bindings["r"], bindings["y"]) == ("in0", "in1", "out0")
+    assert [bindings[f"{p}_batch_stride"] for p in "xry"] == ["2331"] * 3
     assert gemm.grid == ("B * cdiv(63, 64) * cdiv(37, 64)", "1", "1")
     assert (gemm.num_warps, gemm.num_stages) == (4, 2)
-    assert add.constexpr_values["OP"] == "add" and dict(add.arg_bindings)["numel"] == "B * 2331"
-    assert add.operands[0] is gemm.results[0] and silu.operands[0] is add.results[0]
+    assert silu.constexpr_values["OP"] == "silu" and dict(silu.arg_bindings)["numel"] == "B * 2331"
+    assert silu.operands[0] is gemm.results[0]
     assert not any(op.name.startswith("graph.") for op in lowered.walk())
 
 
@@ -123,7 +130,12 @@ def test_results_and_locations_are_kept() -> None:
     assert [[r.type for r in op.results] for op in after] == [
         [r.type for r in op.results] for op in before
     ]
-    assert str(loc_of(after[1])) == "input.mlir:10:8"  # the graph.add's name token
+    assert str(loc_of(after[1])) == "input.mlir:11:8"  # the last graph.silu's name token
+    # The fused GEMM keeps every op it implements, conv first.
+    assert str(after[0].location) == (
+        'loc(fused["graph.conv2d"("input.mlir":7:8), "graph.batch_norm"("input.mlir":8:8), '
+        '"graph.silu"("input.mlir":9:8), "graph.add"("input.mlir":10:8)])'
+    )
     weight = next(op for op in forward(lowered).body.block.ops if isinstance(op, WeightOp))
     assert str(loc_of(weight)) == "input.mlir:2:8"  # its graph.param
 
@@ -153,6 +165,13 @@ def test_every_unlowerable_op_is_reported_and_nothing_changes() -> None:
             "input.mlir:8:8",
             "cannot lower 'graph.batch_norm' to a kernel: no kernel computes a standalone batch "
             "norm (fuse-conv-bn-act folds an inference batch norm into the convolution before it)",
+        ),
+        (  # then one summary, without a location
+            "None",
+            "lower-graph-to-kernel refused 2 ops: 1 x 'graph.batch_norm': no kernel computes a "
+            "standalone batch norm (fuse-conv-bn-act folds an inference batch norm into the "
+            "convolution before it); 1 x 'graph.conv2d': convolutions lower as "
+            "graph.fused_conv2d (run fuse-conv-bn-act and select-conv-algorithm first)",
         ),
     ]
     assert print_module(module) == before
@@ -199,17 +218,24 @@ def _elementwise(launch: LaunchOp, inputs: Sequence[Array], batch: int) -> Array
 def _gemm(
     launch: LaunchOp, inputs: Sequence[Array], params: Mapping[str, Array], batch: int
 ) -> Array:
+    """The conv1x1_gemm template's arithmetic: ``Y_b = act(scale * W @ X_b + shift) (+ R_b)``;
+    every tensor here is contiguous, so each batch stride is one image."""
     args = _dims(launch, batch)
     c_in, c_out, m = int(args["C_IN"]), int(args["C_OUT"]), int(args["M"])
-    assert int(args["B"]) == batch and int(args["y_row_stride"]) == m
+    assert int(args["B"]) == batch
+    strides = [int(args[f"{p}_batch_stride"]) for p in "xry"]
+    assert strides[0] == c_in * m and strides[2] == c_out * m
     assert params["w"].shape == (c_out, c_in)
-    x = inputs[0].reshape(batch, c_in, m)
+    x = inputs[int(str(args["x"])[2:])].reshape(batch, c_in, m)
     acc = np.einsum("oc,bcm->bom", params["w"], x)
     v = params["scale"][None, :, None] * acc + params["shift"][None, :, None]
     activation = str(launch.constexpr_values["ACTIVATION"])
-    if activation == pointwise.NO_ACTIVATION:
-        return v
-    result: Array = pointwise.BY_NAME[activation].evaluate(np, [v], {})
+    if activation != pointwise.NO_ACTIVATION:
+        v = pointwise.BY_NAME[activation].evaluate(np, [v], {})
+    if launch.constexpr_values["HAS_RESIDUAL"]:
+        assert strides[1] == c_out * m
+        v = v + inputs[int(str(args["r"])[2:])].reshape(batch, c_out, m)
+    result: Array = v
     return result
 
 

@@ -163,7 +163,13 @@ class _DoublingBackend:
         return None
 
     def run(
-        self, directory: Path, plan: Any, tensors: Any, batch: int, times: dict[str, float]
+        self,
+        directory: Path,
+        plan: Any,
+        tensors: Any,
+        batch: int,
+        times: dict[str, float],
+        progress: Any = None,
     ) -> list[np.ndarray]:
         return [2 * tensors["in0"], 2 * tensors["in1"]]
 

@@ -354,7 +354,15 @@ class _EchoBackend:
     def available(self) -> str | None:
         return None
 
-    def run(self, directory: Path, plan: Any, tensors: Any, batch: int, times: Any) -> list[Any]:
+    def run(
+        self,
+        directory: Path,
+        plan: Any,
+        tensors: Any,
+        batch: int,
+        times: Any,
+        progress: Any = None,
+    ) -> list[Any]:
         return [tensors["in0"], tensors["in0"]]
 
 

@@ -330,9 +330,12 @@ class _RecordingBackend:
         tensors: Any,
         batch: int,
         times: dict[str, float],
+        progress: Any = None,
     ) -> list[np.ndarray]:
         self.calls.append((directory, batch, sorted(tensors)))
         times["recording"] = 0.0
+        if progress is not None:
+            progress(len(plan.launches), len(plan.launches))
         return [tensors["in0"], tensors["in1"]]
 
 

@@ -63,7 +63,7 @@ def main() -> int:
     parser.add_argument("--archs", default="", help="also compile AOT for these archs (80,90)")
     args = parser.parse_args()
     out_dir = Path(args.out_dir)
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
 
     stages: list[tuple[str, float]] = []
     start = time.perf_counter()
@@ -101,12 +101,20 @@ def main() -> int:
         f"  {len(plan.launches)} launches for {total_ops} graph ops "
         f"({len(plan.launches) / total_ops:.2f} per op); {len(plan.views)} views"
     )
+    viewed = collections.Counter(source.op for view in plan.views for source in view.sources)
+    console.print("  graph ops, and the launches that implement them (their provenance):")
     for name in sorted(graph_ops):
-        how = (
-            f"in {implemented[name]} launches"
-            if implemented[name]
-            else "no launch (views or fused)"
-        )
+        if implemented[name]:
+            how = f"implemented by {implemented[name]} launches"
+        elif viewed[name] or name in (
+            "graph.concat",
+            "graph.split",
+            "graph.reshape",
+            "graph.flatten",
+        ):
+            how = "no launch: views (docs/views.md)"
+        else:
+            how = "no launch"
         console.print(f"    {graph_ops[name]:3d} {name:<24} {how}")
 
     weights = load_file(str(HERE / "yolov8n.safetensors"))

@@ -366,13 +366,14 @@ def _expand_named(
 ) -> list[ModulePass | Nest]:
     from teeny_ir.driver import pipelines
 
-    if element.options:
-        raise _pipeline_error(f"named pipeline '{element.name}' takes no options")
     if element.name in expanding:
         raise _pipeline_error(f"named pipeline '{element.name}' refers to itself")
     if spec.anchor != ROOT_ANCHOR:
         raise _pipeline_error(f"named pipeline '{element.name}' must be used at the top level")
-    inner = parse_any(pipelines.PIPELINES[element.name].text)
+    try:
+        inner = pipelines.PIPELINES[element.name].expand(element.options)
+    except OptionError as err:
+        raise _pipeline_error(str(err), element.column) from None
     return _build_nest(inner, (*expanding, element.name)).children
 
 
