@@ -18,6 +18,12 @@
 // RUN: not teeny-opt %s -p 'cleanup{x=1}' 2>&1 | filecheck %s --check-prefix=NAMED-OPTION
 // NAMED-OPTION: {{^}}teeny-opt: <pipeline>:1:1: error: named pipeline 'cleanup' takes no options{{$}}
 
+// A named pipeline's options are typed and declared, as MLIR's registered pipelines' are.
+// RUN: not teeny-opt %s -p 'cse,teeny-inference{prof=gpu}' 2>&1 | filecheck %s --check-prefix=PIPELINE-OPTION
+// PIPELINE-OPTION: {{^}}teeny-opt: <pipeline>:1:5: error: named pipeline 'teeny-inference' has no option 'prof' (valid options: profile); did you mean 'profile'?{{$}}
+// RUN: not teeny-opt %s -p 'teeny-inference{profile=cpu}' 2>&1 | filecheck %s --check-prefix=PIPELINE-VALUE
+// PIPELINE-VALUE: {{^}}teeny-opt: <pipeline>:1:1: error: bad value 'cpu' for option 'profile' of named pipeline 'teeny-inference': expected one of gpu, interpreter{{.*}}
+
 // A named pipeline anchors itself on the module: it cannot be nested.
 // RUN: not teeny-opt %s -p 'func.func(cleanup)' 2>&1 | filecheck %s --check-prefix=NAMED-NESTED
 // NAMED-NESTED: {{^}}teeny-opt: <pipeline>:1:{{[0-9]+}}: error: named pipeline 'cleanup' must be used at the top level{{$}}
