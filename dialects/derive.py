@@ -51,10 +51,15 @@ class DerivationAttr(Data[Derivation]):
                     f"unknown derivation kind '{kind}' (valid: {', '.join(KINDS)})", start
                 )
             value = 0.0
+            values: list[float] = []
             sources: list[str] = []
             if "value" in REGISTRY[kind].attributes:
                 with parser.in_parens():
                     value = parse_f64(parser)
+            elif "values" in REGISTRY[kind].attributes:
+                values = parser.parse_comma_separated_list(
+                    parser.Delimiter.PAREN, lambda: parse_f64(parser), " (the literal's values)"
+                )
             else:
                 sources = parser.parse_comma_separated_list(
                     parser.Delimiter.PAREN, parser.parse_str_literal, " (source weight names)"
@@ -67,7 +72,9 @@ class DerivationAttr(Data[Derivation]):
                 parser.Delimiter.SQUARE, parser.parse_integer, " (the parameter's shape)"
             )
             try:
-                return Derivation(kind, tuple(sources), tuple(shape), eps=eps, value=value)
+                return Derivation(
+                    kind, tuple(sources), tuple(shape), eps=eps, value=value, values=tuple(values)
+                )
             except DerivationError as err:
                 parser.raise_error(str(err), start)
 
@@ -77,6 +84,8 @@ class DerivationAttr(Data[Derivation]):
             printer.print_string(d.kind)
             if "value" in d.spec.attributes:
                 printer.print_string(f"({_float_text(d.value)})")
+            elif "values" in d.spec.attributes:
+                printer.print_string("(" + ", ".join(_float_text(v) for v in d.values) + ")")
             else:
                 printer.print_string("(")
                 printer.print_list(d.sources, printer.print_string_literal)

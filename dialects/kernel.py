@@ -557,6 +557,84 @@ def _image_layout(type_: Attribute, what: str) -> TensorType:
 
 
 @irdl_op_definition
+class ParamOp(IRDLOperation):
+    """A parameter tensor as a value: the weights a derivation computes, bound
+    at run time like a launch's parameter slot, for a launch that reads a
+    weight (or a ``graph.constant``) as an activation operand::
+
+        %b = kernel.param #derive.param<identity("fc.bias") : [10]> : tensor<10xf32>
+
+    lower-graph-to-kernel makes one for each ``graph.param`` or
+    ``graph.constant`` that a launch takes as an operand (a matmul by a
+    weight, an add of a constant); a family that reads a weight through a
+    parameter slot needs none. The derivation's sources must be declared by
+    the function's ``kernel.weight`` table."""
+
+    name = "kernel.param"
+
+    result = result_def(TensorType)
+    derivation_attr = prop_def(DerivationAttr, prop_name="derivation")
+
+    traits = traits_def(Pure())
+
+    def __init__(self, derivation: Derivation):
+        super().__init__(
+            result_types=[_f32_tensor(derivation.shape)],
+            properties={"derivation": DerivationAttr(derivation)},
+        )
+
+    @property
+    def derivation(self) -> Derivation:
+        return self.derivation_attr.data
+
+    def verify_(self) -> None:
+        type_ = self.result.type
+        if not _is_batch_tensor(type_, static=True):
+            raise VerifyException(f"expected a static f32 tensor, got {type_}")
+        shape = cast(TensorType, type_).get_shape()
+        if shape != self.derivation.shape:
+            raise VerifyException(
+                f"the result has shape {list(shape)} but the derivation gives "
+                f"{list(self.derivation.shape)}"
+            )
+        function = self.parent_op()
+        while function is not None and not isinstance(function, FuncOp):
+            function = function.parent_op()
+        table = _weight_table(function)
+        for source in self.derivation.sources:
+            if source not in table:
+                raise VerifyException(
+                    f"the derivation reads weight '{source}', which no kernel.weight of the "
+                    "enclosing function declares"
+                )
+        problems = self.derivation.check_sources(table)
+        if problems:
+            raise VerifyException(problems[0])
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ParamOp:
+        start = parser.pos
+        attr = parser.parse_attribute()
+        if not isinstance(attr, DerivationAttr):
+            parser.raise_error(f"expected a #derive.param derivation, got {attr}", start, parser.pos)
+        parser.parse_punctuation(":")
+        pos = parser.pos
+        type_ = parse_tensor_type(parser)
+        op = cls(attr.data)
+        if type_ != op.result.type:
+            parser.raise_error(
+                f"the type {type_} does not match the derivation's {op.result.type}", pos, parser.pos
+            )
+        return op
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_attribute(self.derivation_attr)
+        printer.print_string(" : ")
+        printer.print_attribute(self.result.type)
+
+
+@irdl_op_definition
 class SliceOp(IRDLOperation):
     """A view of channels ``[start, start + C)`` of ``source`` (dimension 1),
     where C is the result's channel count: no launch, no copy. The result has
@@ -1003,6 +1081,6 @@ def _check_bindings(
 
 Kernel = Dialect(
     "kernel",
-    [WeightOp, LaunchOp, SliceOp, ReshapeOp, ConcatOp],
+    [WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp],
     [ParamSlotAttr, ArgBindingAttr, BatchStrideAttr],
 )

@@ -44,6 +44,7 @@ from xdsl.passes import ModulePass
 from dialects.kernel import (
     ConcatOp,
     LaunchOp,
+    ParamOp,
     ReshapeOp,
     SliceOp,
     WeightOp,
@@ -114,7 +115,7 @@ class _Collected:
     returned: Operation | None = None
 
 
-_ALLOWED = (WeightOp, LaunchOp, SliceOp, ReshapeOp, ConcatOp, ReturnOp)
+_ALLOWED = (WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp, ReturnOp)
 
 
 class _Names:
@@ -197,7 +198,7 @@ def _collect(forward: FuncOp) -> _Collected:
     errors = [
         Diagnostic(
             Severity.ERROR,
-            "emit-triton expects only kernel.weight, kernel.launch, kernel.slice, "
+            "emit-triton expects only kernel.weight, kernel.launch, kernel.param, kernel.slice, "
             f"kernel.reshape, kernel.concat and func.return in @forward, found '{op.name}' (run "
             "lower-graph-to-kernel first)",
             loc_of(op),
@@ -219,6 +220,11 @@ def _collect(forward: FuncOp) -> _Collected:
         elif isinstance(op, LaunchOp):
             plan.origins["launches", len(plan.launches)] = op
             plan.launches.append(_launch(op, plan, names))
+        elif isinstance(op, ParamOp):
+            name = f"p{len(plan.params)}"
+            names.names[op.result] = name
+            plan.origins["params", len(plan.params)] = op
+            plan.params.append(ParamSpec(name, op.derivation.shape, op.derivation))
         elif isinstance(op, SliceOp | ReshapeOp | ConcatOp):
             names.define(op.results[0], op)
         elif isinstance(op, ReturnOp):

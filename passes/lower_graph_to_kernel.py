@@ -12,7 +12,7 @@ left untouched; otherwise the launches replace their graph ops in place.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from xdsl.context import Context
@@ -33,7 +33,9 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects.graph.conv import FusedConv2dOp
 from dialects.graph.param import ParamOp
-from dialects.kernel import LaunchOp, WeightOp
+from dialects.kernel import ConcatOp, LaunchOp, ReshapeOp, SliceOp, WeightOp
+from dialects.kernel import ParamOp as KernelParamOp
+from teeny_ir.core.derivations import Derivation
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.kernels.lowering import Unlowerable, lowering_for, tensor_type
 from teeny_ir.kernels.views import form_views
@@ -46,7 +48,8 @@ def _lower_op(op: Operation) -> Operation:
     return rule(op)
 
 
-_KEPT = (ReturnOp, WeightOp, LaunchOp, ParamOp)
+_KEPT = (ReturnOp, WeightOp, LaunchOp, ParamOp, KernelParamOp, SliceOp, ReshapeOp, ConcatOp)
+"""Ops the pass keeps as they are (kernel IR already, weights, the return)."""
 
 
 @dataclass
@@ -58,6 +61,11 @@ class _Plan:
     weights: list[WeightOp]
     params: list[ParamOp]
     errors: list[Diagnostic]
+    materialized: list[tuple[ParamOp, KernelParamOp]] = field(
+        default_factory=list[tuple[ParamOp, KernelParamOp]]
+    )
+    """Weights that launches take as operands, each with the kernel.param that
+    replaces it."""
 
     def discard(self) -> None:
         for _, launch in self.launches:
@@ -68,17 +76,19 @@ class _Plan:
 
     def apply(self, entry: Block) -> None:
         first = entry.first_op
-        for weight in self.weights:
+        for op in [*self.weights, *(value for _, value in self.materialized)]:
             if first is None:
-                entry.add_op(weight)
+                entry.add_op(op)
             else:
-                entry.insert_op_before(weight, first)
+                entry.insert_op_before(op, first)
         for old, launch in self.launches:
             assert old.parent is not None
             old.parent.insert_op_before(launch, old)
             for result, replacement in zip(old.results, launch.results, strict=True):
                 result.replace_all_uses_with(replacement)
             old.parent.erase_op(old)
+        for param, value in self.materialized:
+            param.result.replace_all_uses_with(value.result)
         for param in self.params:
             assert param.parent is not None
             param.parent.erase_op(param)
@@ -148,9 +158,19 @@ def plan_function(function: FuncOp) -> _Plan:
             _declare_weights(launch, {**_epilogue_weights(op), **types}, declared, plan.weights)
         except (VerifyException, Unlowerable) as err:
             plan.errors.append(_error(op, str(err)))
-    own = refused | {launch for _, launch in plan.launches}
+    new = {launch for _, launch in plan.launches}
     for param in plan.params:
-        plan.errors.extend(_misuses(param, own))
+        plan.errors.extend(_misuses(param))
+        if any(use.operation in new for use in param.result.uses):
+            name, type_ = param.param_name.data, tensor_type(param.result)
+            value = KernelParamOp(Derivation("identity", (name,), type_.get_shape()))
+            value.location = named_location(param)
+            plan.materialized.append((param, value))
+            if name not in declared:
+                declared.add(name)
+                weight = WeightOp(name, type_)
+                weight.location = param.location
+                plan.weights.append(weight)
     return plan
 
 
@@ -174,22 +194,20 @@ def _epilogue_weights(op: Operation) -> dict[str, tuple[TensorType, Operation]]:
     return {source: (channels, op) for source in sources}
 
 
-def _misuses(param: ParamOp, skipped: set[Operation]) -> list[Diagnostic]:
-    """An error if the weight flows into an op as a tensor, other than as a fused
-    convolution's weight (``skipped``: ops already refused, and the pass's own
-    launches, which replace their graph ops)."""
+def _misuses(param: ParamOp) -> list[Diagnostic]:
+    """An error if the function returns the weight itself: results are buffers
+    that launches write, and a weight is bound, never written. (A launch that
+    reads a weight as an operand gets it as a ``kernel.param``.)"""
     for use in param.result.uses:
-        user = use.operation
-        if user in skipped or (isinstance(user, FusedConv2dOp) and use.index == 1):
-            continue
-        return [
-            _error(
-                param,
-                f"weight '{param.param_name.data}' is used as a tensor by '{user.name}'; "
-                "kernels read weights only through parameter slots "
-                "(fuse-conv-bn-act folds a conv's bias into its shift)",
-            )
-        ]
+        if isinstance(use.operation, ReturnOp):
+            return [
+                _error(
+                    param,
+                    f"weight '{param.param_name.data}' is used as a tensor by 'func.return'; "
+                    "a function result must be written by a launch, and a weight is bound, "
+                    "never written",
+                )
+            ]
     return []
 
 

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, f32
+from xdsl.dialects.builtin import DYNAMIC_INDEX, StringAttr, TensorType, f32
 from xdsl.ir import Operation, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, opt_operand_def, result_def, traits_def
+from xdsl.irdl import (
+    irdl_op_definition,
+    operand_def,
+    opt_operand_def,
+    opt_prop_def,
+    result_def,
+    traits_def,
+)
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
@@ -19,7 +27,12 @@ from dialects.graph.shapes import (
     check_tensor,
     format_shape,
 )
-from teeny_ir.ir.format import OptionsFormatOp, value_type
+from teeny_ir.core import pointwise
+from teeny_ir.ir.format import OptionParser, OptionsFormatOp, keyword_option, value_type
+
+LINEAR_ACTIVATIONS = pointwise.epilogue_names()
+"""Epilogue activations of `LinearOp` (absent: none): the pointwise table's
+epilogue entries, as for `graph.fused_conv2d`."""
 
 
 def infer_linear_shape(input_shape: Sequence[int], weight_shape: Sequence[int]) -> Shape:
@@ -94,8 +107,14 @@ class LinearOp(OptionsFormatOp):
     i.e. ``y = x @ weight^T + bias``. Operands: ``input`` [N, ..., in] (rank >= 2),
     ``weight`` [out, in] and an optional ``bias`` [out], both static. The result
     shape is `infer_linear_shape`: ``input``'s with the last dimension ``out``.
+    The optional ``activation`` (an epilogue entry of the pointwise table;
+    absent: none) is applied after the bias, ``y = act(x @ weight^T + bias)``:
+    fuse-conv-bn-act folds a following activation (and a ``graph.bias_add`` of
+    a bias-less rank-2 linear) into it.
 
         %y = graph.linear %x, %w, %b
+            : (tensor<?x400xf32>, tensor<120x400xf32>, tensor<120xf32>) -> tensor<?x120xf32>
+        %z = graph.linear %x, %w, %b activation relu
             : (tensor<?x400xf32>, tensor<120x400xf32>, tensor<120xf32>) -> tensor<?x120xf32>
     """
 
@@ -106,7 +125,13 @@ class LinearOp(OptionsFormatOp):
     bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
 
+    activation_attr = opt_prop_def(StringAttr, prop_name="activation")
+
     traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "activation": keyword_option("activation", LINEAR_ACTIVATIONS),
+    }
 
     def __init__(
         self,
@@ -114,17 +139,28 @@ class LinearOp(OptionsFormatOp):
         weight: SSAValue | Operation,
         bias: SSAValue | Operation | None = None,
         *,
+        activation: str | None = None,
         result_type: TensorType | None = None,
     ):
         """Build a linear layer; without ``result_type`` the result type is
-        inferred, raising `VerifyException` if the operands do not fit together."""
+        inferred, raising `VerifyException` if the operands do not fit together.
+        ``activation`` None stays absent (none)."""
         if result_type is None:
             shape = infer_linear_shape(
                 check_tensor(value_type(input), "input"),
                 check_tensor(value_type(weight), "weight", dynamic_batch=False),
             )
             result_type = TensorType(f32, shape)
-        super().__init__(operands=[input, weight, bias], result_types=[result_type])
+        super().__init__(
+            operands=[input, weight, bias],
+            result_types=[result_type],
+            properties={"activation": None if activation is None else StringAttr(activation)},
+        )
+
+    @property
+    def activation(self) -> str:
+        """The epilogue activation, or "none"."""
+        return pointwise.NO_ACTIVATION if self.activation_attr is None else self.activation_attr.data
 
     def verify_(self) -> None:
         shape = infer_linear_shape(
@@ -133,6 +169,11 @@ class LinearOp(OptionsFormatOp):
         )
         if self.bias is not None:
             check_channel_vector(self.bias.type, "bias", shape[-1])
+        if self.activation_attr is not None and self.activation not in LINEAR_ACTIVATIONS:
+            raise VerifyException(
+                "expected activation to be an epilogue entry of the pointwise table, "
+                f"got '{self.activation}' (entries: {', '.join(LINEAR_ACTIVATIONS)})"
+            )
         check_tensor(self.result.type, "result")
         check_result(self.result, TensorType(f32, shape))
 

@@ -31,8 +31,9 @@ from teeny_ir.kernels.render import RenderError, render
 FORMAT = "teeny-ir-plan"
 VERSION = 3
 """2: a pointwise constexpr is the name of a pointwise-table entry (a string).
-3: ``views`` (channel slices of buffers, zero-copy splits and concats) and each
-launch's ``sources`` (the graph ops it implements, with their locations)."""
+3: ``views`` (channel slices of buffers, zero-copy splits and concats), each
+launch's ``sources`` (the graph ops it implements, with their locations), launch
+inputs bound to parameters, and ``literal`` derivations (``bits``)."""
 BATCH = "B"
 """The only symbol plan expressions may use: the batch size."""
 
@@ -69,8 +70,9 @@ _VIEW = _record(
 )
 _DERIVATION = _record(
     {"kind": {"enum": list(KINDS)}, "sources": _array(_TEXT), "shape": _DIMS}
-    | {"eps": {"type": "number"}, "value": {"type": "number"}},
-    *("eps", "value"),
+    | {"eps": {"type": "number"}, "value": {"type": "number"}}
+    | {"bits": _array(_int(0, 2**32 - 1), maxItems=1 << 16)},
+    *("eps", "value", "bits"),
 )
 _COMPILED = _record(
     {"arch": _int(1), "name": _TEXT, "num_warps": _int(1), "num_stages": _int(1)}
@@ -389,7 +391,7 @@ def _reject_constant(name: str) -> None:
 
 
 _POINTER_REFS = {
-    "input": ("input", "buffer", "view"),
+    "input": ("input", "buffer", "view", "param"),
     "param": ("param",),
     "output": ("buffer", "view"),
 }

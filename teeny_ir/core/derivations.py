@@ -51,7 +51,10 @@ class DerivationKind:
     fit: Literal["shape", "numel", "vector", "none"]
     compute: Compute
     optional: int = 0
-    attributes: tuple[Literal["eps", "value"], ...] = ()
+    attributes: tuple[Literal["eps", "value", "values"], ...] = ()
+    finite: bool = True
+    """Whether a non-finite result is an error (it names the weights to blame);
+    a literal's NaN and inf are the program's own."""
 
     @property
     def source_counts(self) -> tuple[int, ...]:
@@ -94,6 +97,15 @@ REGISTRY: dict[str, DerivationKind] = {
             attributes=("value",),
         ),
         DerivationKind(
+            "literal",
+            "a tensor written in the IR (a graph.constant), element by element",
+            (),
+            "none",
+            lambda np, get, d: np.array(d.values, dtype=np.float64).reshape(d.shape),
+            attributes=("values",),
+            finite=False,
+        ),
+        DerivationKind(
             "bn_scale",
             "gamma / sqrt(var + eps)",
             ("gamma", "var"),
@@ -125,6 +137,8 @@ class Derivation:
     shape: tuple[int, ...]
     eps: float = 0.0
     value: float = 0.0
+    values: tuple[float, ...] = ()
+    """The elements of a ``literal``, row-major (f32 values; NaN and inf allowed)."""
 
     def __post_init__(self) -> None:
         spec = REGISTRY.get(self.kind)
@@ -149,6 +163,13 @@ class Derivation:
             raise DerivationError(f"derivation '{self.kind}' takes no eps")
         if self.value and "value" not in spec.attributes:
             raise DerivationError(f"derivation '{self.kind}' takes no fill value")
+        if "values" in spec.attributes and len(self.values) != self.numel:
+            raise DerivationError(
+                f"literal of shape {list(self.shape)} needs {self.numel} values, "
+                f"got {len(self.values)}"
+            )
+        if self.values and "values" not in spec.attributes:
+            raise DerivationError(f"derivation '{self.kind}' takes no literal values")
 
     @property
     def spec(self) -> DerivationKind:
@@ -192,7 +213,10 @@ class Derivation:
             "shape": list(self.shape),
         }
         for attribute in self.spec.attributes:
-            data[attribute] = getattr(self, attribute)
+            if attribute == "values":  # f32 bit patterns: exact, and NaN/inf survive JSON
+                data["bits"] = [f32_bits(v) for v in self.values]
+            else:
+                data[attribute] = getattr(self, attribute)
         return data
 
     @classmethod
@@ -204,7 +228,21 @@ class Derivation:
             shape=tuple(int(d) for d in data["shape"]),
             eps=float(data.get("eps", 0.0)),
             value=float(data.get("value", 0.0)),
+            values=tuple(f32_from_bits(int(b)) for b in data.get("bits", ())),
         )
+
+
+def f32_bits(value: float) -> int:
+    """The IEEE-754 binary32 bit pattern of ``value`` (rounded to f32)."""
+    import struct
+
+    return int(struct.unpack("<I", struct.pack("<f", value))[0])
+
+
+def f32_from_bits(bits: int) -> float:
+    import struct
+
+    return float(struct.unpack("<f", struct.pack("<I", bits & 0xFFFFFFFF))[0])
 
 
 def identity(name: str, shape: Sequence[int]) -> Derivation:
@@ -260,7 +298,7 @@ def evaluate(derivation: Derivation, weights: Mapping[str, Any]) -> np.ndarray:
         result = derivation.spec.compute(np, get, derivation)
         bound = np.ascontiguousarray(np.broadcast_to(result, derivation.shape), dtype=np.float32)
     finite = np.isfinite(bound)
-    if not finite.all():
+    if derivation.spec.finite and not finite.all():
         raise DerivationError(_non_finite(np, derivation, get, finite))
     return bound
 

@@ -7,10 +7,8 @@ line here, so a new op without either is a named test failure.
 
 from __future__ import annotations
 
-from dialects.graph.constant import ConstantOp
 from dialects.graph.conv import Conv2dOp
 from dialects.graph.linear import LinearOp, MatmulOp
-from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from dialects.graph.reduce import (
     CrossEntropyOp,
@@ -19,7 +17,6 @@ from dialects.graph.reduce import (
     ReduceSumOp,
     SoftmaxOp,
 )
-from dialects.graph.structure import TransposeOp
 from teeny_ir.kernels.lowering import no_kernel
 
 no_kernel(
@@ -31,13 +28,7 @@ no_kernel(
     Conv2dOp,
 )
 no_kernel(
-    "no kernel computes a standalone batch norm "
-    "(fuse-conv-bn-act folds an inference batch norm into the convolution before it)",
-    BatchNormOp,
-)
-no_kernel(
     "no kernel family implements it yet",
-    ConstantOp,
     LinearOp,
     MatmulOp,
     SoftmaxOp,
@@ -45,5 +36,4 @@ no_kernel(
     CrossEntropyOp,
     ReduceSumOp,
     ReduceMeanOp,
-    TransposeOp,
 )

@@ -20,6 +20,9 @@ rewrites those copies into views where that is safe, in program order:
   If one operand cannot be placed, the one copy launch stays (all or nothing:
   one launch copying every input is cheaper than a copy per operand).
 
+A ``graph.constant`` needs no launch either: it becomes a ``kernel.param``
+(a parameter with no weights, its values a ``literal`` derivation).
+
 A ``graph.reshape`` or ``graph.flatten`` that keeps the batch as dimension 0
 is always a view (``kernel.reshape``: each image is the same elements in the
 same order); one that folds the batch into another dimension is refused.
@@ -33,6 +36,7 @@ placed in another concat) are not formed: each copies.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
@@ -42,6 +46,7 @@ from xdsl.dialects.func import ReturnOp
 from xdsl.ir import Block, Operation, OpResult, SSAValue, Use
 from xdsl.rewriter import Rewriter
 
+from dialects.graph.constant import ConstantOp
 from dialects.graph.structure import ConcatOp as GraphConcatOp
 from dialects.graph.structure import FlattenOp
 from dialects.graph.structure import ReshapeOp as GraphReshapeOp
@@ -56,8 +61,28 @@ from dialects.kernel import (
     is_strided,
     with_batch_stride,
 )
+from dialects.kernel import ParamOp as KernelParamOp
+from teeny_ir.core.derivations import Derivation
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type
+
+
+@lowers(ConstantOp)
+def lower_constant(op: Operation) -> KernelParamOp:
+    """A constant is a parameter with no weights: its values as a ``literal``
+    derivation (``fill`` when every element is the same finite value), bound
+    at run time like a weight; no launch computes it."""
+    assert isinstance(op, ConstantOp)
+    shape = tuple(tensor_type(op.result).get_shape())
+    values = [float(v) for v in op.value.get_values()]
+    count = math.prod(shape)
+    if len(values) == 1 and count > 1:
+        values *= count
+    first = values[0] if values else 0.0
+    same = all(v == first and math.copysign(1.0, v) == math.copysign(1.0, first) for v in values)
+    if values and same and math.isfinite(first):
+        return KernelParamOp(Derivation("fill", (), shape, value=first))
+    return KernelParamOp(Derivation("literal", (), shape, values=tuple(values)))
 
 
 @lowers(GraphReshapeOp, FlattenOp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dialects.graph.linear import LinearOp, MatmulOp
+from teeny_ir.core import pointwise
 from teeny_ir.reference.common import Array, Weights
 from teeny_ir.reference.semantics import semantics
 
@@ -15,6 +16,8 @@ def _linear_op(op: LinearOp, args: list[Array], weights: Weights) -> list[Array]
     y = x @ weight.T
     if len(args) == 3:
         y = y + np.asarray(args[2], np.float64)
+    if op.activation != pointwise.NO_ACTIVATION:
+        y = pointwise.BY_NAME[op.activation].evaluate(np, [y], {})
     return [y]
 
 

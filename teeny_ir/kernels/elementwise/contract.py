@@ -8,8 +8,8 @@ from pathlib import Path
 
 from teeny_ir.kernels.contract import Constexpr, GridAxis, KernelArg, KernelFamily
 
-RANK = 4
-"""The family views every tensor as rank 4, left-padded with 1s."""
+RANK = 6
+"""The family views every tensor as rank 6, left-padded with 1s."""
 
 
 def padded(shape: Sequence[int]) -> tuple[int, ...]:
@@ -21,7 +21,7 @@ def _contiguous(shape: Sequence[int]) -> list[int]:
 
 
 def _broadcast(operand: Sequence[int], output: Sequence[int]) -> list[int]:
-    """Numpy broadcasting of a contiguous ``operand`` against ``output`` (rank 4)."""
+    """Numpy broadcasting of a contiguous ``operand`` against ``output`` (rank 6)."""
     strides = _contiguous(padded(operand))
     pairs = zip(padded(operand), output, strides, strict=True)
     return [0 if o == 1 and n != 1 else s for o, n, s in pairs]
@@ -36,10 +36,13 @@ def _channel(operand: Sequence[int], output: Sequence[int]) -> list[int] | None:
 
 
 def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
-    """``numel`` and ``size1..3`` from the output; the operands' strides broadcast
+    """``numel`` and ``size1..5`` from the output; the operands' strides broadcast
     them numpy's way, or (``y`` only) as a per-channel vector. A stride of an
-    axis of extent 1 is free: its index is always 0."""
+    axis of extent 1 is free: its index is always 0. No tensor may have a rank
+    above `RANK`."""
     out = shapes["out"]
+    if any(len(shape) > RANK for shape in shapes.values()):
+        return []
     sizes = padded(out)
     dims: dict[str, int | None] = {"numel": math.prod(out)}
     dims |= {f"size{k}": sizes[k] for k in range(1, RANK)}
@@ -56,12 +59,14 @@ def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]
 
 
 def _reach(name: str) -> str:
-    """Elements an operand's strides reach over the rank-4 index space, plus one."""
-    return (
-        f"floordiv(numel - 1, size1 * size2 * size3) * {name}_stride0 "
-        f"+ (size1 - 1) * {name}_stride1 + (size2 - 1) * {name}_stride2 "
-        f"+ (size3 - 1) * {name}_stride3 + 1"
-    )
+    """Elements an operand's strides reach over the rank-6 index space, plus one:
+    the largest index of dimension 0 is ``(numel - 1) // (size1 * ... * size5)``,
+    that of dimension k >= 1 is ``size<k> - 1``."""
+    inner = " * ".join(f"size{k}" for k in range(1, RANK))
+    terms = [f"floordiv(numel - 1, {inner}) * {name}_stride0"]
+    terms += [f"(size{k} - 1) * {name}_stride{k}" for k in range(1, RANK)]
+    return " + ".join(terms) + " + 1"
+
 
 _I32 = "i32"
 _PTR = "*fp32"
@@ -69,7 +74,7 @@ _PTR = "*fp32"
 FAMILY = KernelFamily(
     name="elementwise",
     summary=(
-        "out = op(x) or op(x, y) for any entry of the pointwise table, over a rank-4 "
+        f"out = op(x) or op(x, y) for any entry of the pointwise table, over a rank-{RANK} "
         "(left-padded) output, with numpy broadcasting through per-operand strides "
         "(0 on broadcast dims)"
     ),
@@ -78,17 +83,9 @@ FAMILY = KernelFamily(
         KernelArg("y", "input", _PTR),
         KernelArg("out", "output", _PTR),
         KernelArg("numel", "dim", _I32),
-        KernelArg("size1", "dim", _I32),
-        KernelArg("size2", "dim", _I32),
-        KernelArg("size3", "dim", _I32),
-        KernelArg("x_stride0", "dim", _I32),
-        KernelArg("x_stride1", "dim", _I32),
-        KernelArg("x_stride2", "dim", _I32),
-        KernelArg("x_stride3", "dim", _I32),
-        KernelArg("y_stride0", "dim", _I32),
-        KernelArg("y_stride1", "dim", _I32),
-        KernelArg("y_stride2", "dim", _I32),
-        KernelArg("y_stride3", "dim", _I32),
+        *(KernelArg(f"size{k}", "dim", _I32) for k in range(1, RANK)),
+        *(KernelArg(f"x_stride{k}", "dim", _I32) for k in range(RANK)),
+        *(KernelArg(f"y_stride{k}", "dim", _I32) for k in range(RANK)),
     ),
     constexprs=(
         Constexpr("OP", "pointwise", slot="pointwise"),

@@ -1,5 +1,7 @@
-"""Lowering rules of the ``elementwise`` family: every pointwise-table op and ``graph.bias_add``, as one launch over a rank-4 view with
-broadcasting strides."""
+"""Lowering rules of the ``elementwise`` family: every pointwise-table op, and a
+``graph.bias_add`` whose bias is an activation (one whose bias is a
+``graph.param`` is `teeny_ir.kernels.channel_affine`'s), as one launch over a
+rank-6 view with broadcasting strides."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Sequence
 from xdsl.ir import Operation
 
 from dialects.graph.elementwise import BiasAddOp
+from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp
 from teeny_ir.core import pointwise
 from teeny_ir.kernels.elementwise.contract import RANK, padded
@@ -23,9 +26,11 @@ from teeny_ir.kernels.lowering import (
 BLOCK = 1024
 NUM_WARPS, NUM_STAGES = 4, 1
 """An elementwise kernel has no loop to pipeline."""
+
+
 def broadcast_strides(operand: Sequence[int], output: Sequence[int]) -> list[str]:
     """Strides (expressions) that read a contiguous ``operand`` broadcast to
-    ``output``, both left-padded to rank 4: 0 where the operand's size is 1 (or
+    ``output``, both left-padded to rank 6: 0 where the operand's size is 1 (or
     missing) and the output's is not - a dynamic output batch against a static 1
     included - else the operand's contiguous stride."""
     padded_operand, padded_output = padded(operand), padded(output)
@@ -42,10 +47,15 @@ def _bias_strides(output: Sequence[int]) -> list[str]:
     return ["1" if k == channel_axis else "0" for k in range(RANK)]
 
 
+def _check_rank(op: Operation) -> None:
+    for value in (*op.operands, *op.results):
+        rank = len(tensor_type(value).get_shape())
+        if rank > RANK:
+            raise Unlowerable(f"rank {rank} exceeds the elementwise family's {RANK}")
+
+
 def _launch(op: Operation, entry: str, y_binding: str, y_strides: list[str]) -> LaunchOp:
     output = tensor_type(op.results[0]).get_shape()
-    if len(output) > RANK:
-        raise Unlowerable(f"rank {len(output)} exceeds the elementwise family's {RANK}")
     x_strides = broadcast_strides(tensor_type(op.operands[0]).get_shape(), output)
     numel, sizes = count_expr(output), [dim_expr(d) for d in padded(output)]
     args = [
@@ -75,6 +85,7 @@ def lower_pointwise(op: Operation) -> LaunchOp:
     """A pointwise-table op: a unary one reads ``x`` only (``y`` is bound to it)."""
     entry = pointwise.lookup(op.name)
     assert entry is not None  # lowering_for routes only table ops here
+    _check_rank(op)
     spelling = pointwise.spell(entry, pointwise.options_of(entry, op))
     output = tensor_type(op.results[0]).get_shape()
     if entry.arity == 1:
@@ -84,10 +95,13 @@ def lower_pointwise(op: Operation) -> LaunchOp:
     return _launch(op, spelling, "in1", y_strides)
 
 
-@lowers(BiasAddOp)
+def activation_bias(op: Operation) -> bool:
+    """A ``graph.bias_add`` whose bias is an activation, not a ``graph.param``."""
+    return isinstance(op, BiasAddOp) and not isinstance(op.bias.owner, ParamOp)
+
+
+@lowers(BiasAddOp, when=activation_bias)
 def lower_bias_add(op: BiasAddOp) -> LaunchOp:
-    """``x + bias`` with the bias [C] broadcast along dimension 1."""
-    output = tensor_type(op.result).get_shape()
-    if len(output) > RANK:
-        raise Unlowerable(f"rank {len(output)} exceeds the elementwise family's {RANK}")
-    return _launch(op, "add", "in1", _bias_strides(output))
+    """``x + bias`` with the bias [C] (an activation) broadcast along dimension 1."""
+    _check_rank(op)
+    return _launch(op, "add", "in1", _bias_strides(tensor_type(op.result).get_shape()))
