@@ -12,6 +12,13 @@ when the residual has the chain's type (no broadcasting) and is computed before
 the convolution (a block argument or an earlier op's result), so the fused op
 can take the add's place. A fusion that is blocked leaves the IR as it is and
 says why in a remark at the op that was not fused.
+
+A ``graph.linear`` without an activation absorbs its epilogue the same way:
+``linear -> [bias_add] -> [activation]`` (single-use values) becomes one
+``graph.linear`` with the bias as its bias operand and the activation as its
+``activation`` (in both modes). A ``graph.bias_add`` joins only a bias-less
+rank-2 linear, whose dimension 1 (the one bias_add broadcasts along) is the
+output features, and only with a ``graph.param`` bias.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ from xdsl.pattern_rewriter import (
 from dialects.derive import DerivationAttr
 from dialects.graph.conv import Conv2dOp, FusedConv2dOp
 from dialects.graph.elementwise import AddOp, BiasAddOp
+from dialects.graph.linear import LinearOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core import pointwise
@@ -295,15 +303,97 @@ class FuseConvChain(RewritePattern):
         return fused
 
 
+@dataclass
+class FuseLinearChain(RewritePattern):
+    """Grow ``linear -> [bias_add] -> [activation]`` from each graph.linear that has
+    no activation yet, and replace it by one graph.linear carrying both."""
+
+    engine: DiagnosticEngine
+    fusions: int = 0
+    blocked: int = 0
+
+    def _remark(self, message: str, op: Operation) -> None:
+        self.blocked += 1
+        self.engine.remark(message, op)
+
+    @staticmethod
+    def _accepts(ops: list[Operation], op: Operation) -> bool:
+        """Whether ``op`` may come next (a bias_add only straight after the linear)."""
+        if not op.operands or op.operands[0] is not ops[-1].results[0]:
+            return False
+        if isinstance(op, BiasAddOp):
+            return len(ops) == 1
+        return epilogue_activation(op) is not None and epilogue_activation(ops[-1]) is None
+
+    @staticmethod
+    def _blocker(linear: LinearOp, op: Operation) -> str | None:
+        if not isinstance(op, BiasAddOp):
+            return None
+        if linear.bias is not None:
+            return "the linear layer already has a bias"
+        assert isinstance(linear.result.type, TensorType)
+        if len(linear.result.type.get_shape()) != 2:
+            return (
+                "graph.bias_add adds along dimension 1, not the output features "
+                "of a linear layer of rank > 2"
+            )
+        if _param(op.bias) is None:
+            return "the bias of graph.bias_add is not a graph.param"
+        return None
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: LinearOp, rewriter: PatternRewriter) -> None:
+        if op.activation_attr is not None:
+            return  # already carries its epilogue
+        ops: list[Operation] = [op]
+        bias = op.bias
+        while True:
+            users = [use.operation for use in ops[-1].results[0].uses]
+            candidates = [user for user in users if self._accepts(ops, user)]
+            if not candidates:
+                break
+            if len(users) > 1:
+                for user in dict.fromkeys(candidates):
+                    self._remark(
+                        f"not fused: the {ops[-1].name} result has {len(users)} uses", user
+                    )
+                break
+            (user,) = candidates
+            if (reason := self._blocker(op, user)) is not None:
+                self._remark(f"not fused: {reason}", user)
+                break
+            if isinstance(user, BiasAddOp):
+                bias = user.bias
+            ops.append(user)
+        if len(ops) == 1:
+            return
+        activation = next((epilogue_activation(o) for o in ops[1:] if epilogue_activation(o)), None)
+        fused = LinearOp.create(
+            operands=[op.input, op.weight, *([] if bias is None else [bias])],
+            result_types=[ops[-1].results[0].type],
+            properties={
+                **op.properties,
+                **({} if activation is None else {"activation": StringAttr(activation)}),
+            },
+            attributes=dict(op.attributes),
+        )
+        fused.location = fused_location(ops)
+        rewriter.replace(ops[-1], fused)
+        for old in reversed(ops[:-1]):
+            rewriter.erase(old)
+        self.fusions += 1
+
+
 def fuse_conv_bn_act_patterns(mode: Mode, engine: DiagnosticEngine) -> list[RewritePattern]:
     """The pass's patterns (remarks on blocked fusions go to ``engine``)."""
-    return [FuseConvChain(mode, engine)]
+    return [FuseConvChain(mode, engine), FuseLinearChain(engine)]
 
 
 @dataclass(frozen=True)
 class FuseConvBnActPass(ModulePass):
     """Fuse conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add] into
-    graph.fused_conv2d.
+    graph.fused_conv2d, and linear -> [bias_add] -> [activation] into one
+    graph.linear.
 
     Expects graph ops (best after split-bias; a conv2d that still has its bias
     operand is folded the same way). Each chain of single-use ops becomes one
@@ -344,7 +434,17 @@ class FuseConvBnActPass(ModulePass):
         # context while it collects them (passes do not import the driver).
         sink = getattr(ctx, "_teeny_pass_statistics", None)
         if sink is not None:
-            (chain,) = patterns
-            assert isinstance(chain, FuseConvChain)
-            sink.add("fusions", chain.fusions, "Number of conv chains fused into one op")
-            sink.add("not-fused", chain.blocked, "Number of fusions blocked (one remark each)")
+            chain, linear = patterns
+            assert isinstance(chain, FuseConvChain) and isinstance(linear, FuseLinearChain)
+            # Linear chains count as fusions too (the description is pinned by
+            # lit_tests/teeny-opt/pass-statistics.mlir).
+            sink.add(
+                "fusions",
+                chain.fusions + linear.fusions,
+                "Number of conv chains fused into one op",
+            )
+            sink.add(
+                "not-fused",
+                chain.blocked + linear.blocked,
+                "Number of fusions blocked (one remark each)",
+            )

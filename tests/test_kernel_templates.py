@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from teeny_ir.core import pointwise
+from teeny_ir.kernels.elementwise.contract import RANK as ELEMENTWISE_RANK
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render as render_variant
 from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close
@@ -71,14 +72,26 @@ def _evaluate(spelling: str, *operands: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- elementwise
 
 
-def _rank4(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return (1,) * (4 - len(shape)) + shape
+def _padded(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (1,) * (ELEMENTWISE_RANK - len(shape)) + shape
 
 
 def _broadcast_strides(shape: tuple[int, ...]) -> list[int]:
-    padded = _rank4(shape)
+    padded = _padded(shape)
     strides = [int(s) for s in np.cumprod((*padded[1:], 1)[::-1])[::-1]]
     return [0 if extent == 1 else stride for extent, stride in zip(padded, strides, strict=True)]
+
+
+SAFE_NEGATIVE_INFINITY = ("relu", "sigmoid", "tanh", "leaky_relu")
+"""Unary entries whose value at -inf is no IEEE exception (silu(-inf) = -inf * 0
+is one, and numpy, which runs Triton's interpreter, warns on it; see
+test_specials.py): the special-value cases feed -inf only to these."""
+
+
+def _specials(array: np.ndarray, values: list[float], rng: np.random.Generator) -> None:
+    """Put ``values`` at random distinct positions of ``array`` (in place)."""
+    count = min(len(values), array.size)
+    array.flat[rng.choice(array.size, count, replace=False)] = values[:count]
 
 
 def elementwise_case(
@@ -88,30 +101,44 @@ def elementwise_case(
     block: int,
     rng: np.random.Generator,
     extra_programs: int = 0,
+    specials: bool = False,
 ) -> Case:
+    """One elementwise launch; with ``specials``, ``x`` holds NaN and +-inf (-inf
+    only for the entries of `SAFE_NEGATIVE_INFINITY` and binary ones) and ``y``
+    NaN, where the results are NaN or inf without an IEEE exception from finite
+    operands (``y`` is finite and nonzero elsewhere)."""
     x = (rng.standard_normal(x_shape) * 4).astype(np.float32)
     x.flat[: min(4, x.size)] = [-1e4, -100.0, 100.0, 0.0][: min(4, x.size)]
+    unary = y_shape is None
+    if specials:
+        name = op.partition("(")[0]
+        negative = [] if unary and name not in SAFE_NEGATIVE_INFINITY else [-np.inf]
+        _specials(x, [np.nan, np.inf, *negative, np.nan], rng)
     if y_shape is None:
         y, out_shape = np.full((1,), np.nan, np.float32), x_shape
-        y_strides = [0, 0, 0, 0]
+        y_strides = [0] * ELEMENTWISE_RANK
         expected = _evaluate(op, x)
     else:
         y = rng.standard_normal(y_shape).astype(np.float32)
+        y[np.abs(y) < 0.01] = 0.5  # no division by (nearly) zero
+        if specials:
+            _specials(y, [np.nan], rng)
         out_shape = np.broadcast_shapes(x_shape, y_shape)
         y_strides = _broadcast_strides(y_shape)
         expected = _evaluate(op, x, y)
     numel = math.prod(out_shape)
-    size = _rank4(tuple(out_shape))
+    size = _padded(tuple(out_shape))
     x_strides = _broadcast_strides(x_shape)
     args: dict[str, Any] = {"x": x, "y": y, "out": ("output", numel), "numel": numel}
-    args |= {f"size{i}": size[i] for i in (1, 2, 3)}
-    args |= {f"x_stride{i}": x_strides[i] for i in range(4)}
-    args |= {f"y_stride{i}": y_strides[i] for i in range(4)}
+    args |= {f"size{i}": size[i] for i in range(1, ELEMENTWISE_RANK)}
+    args |= {f"x_stride{i}": x_strides[i] for i in range(ELEMENTWISE_RANK)}
+    args |= {f"y_stride{i}": y_strides[i] for i in range(ELEMENTWISE_RANK)}
     return Case(
         id=f"{op.replace(' ', '')}-{'x'.join(map(str, x_shape))}"
         + (f"-by-{'x'.join(map(str, y_shape))}" if y_shape else "")
         + f"-block{block}"
-        + (f"-grid+{extra_programs}" if extra_programs else ""),
+        + (f"-grid+{extra_programs}" if extra_programs else "")
+        + ("-specials" if specials else ""),
         family="elementwise",
         constexprs={"OP": op, "BLOCK": block},
         args=args,
@@ -121,6 +148,76 @@ def elementwise_case(
         tol=ELEMENTWISE_TOL,
         expected={"out": np.broadcast_to(expected, out_shape).ravel()},
     )
+
+
+ODD = (3, 5, 3, 7, 2, 5)
+"""Odd extents for ranks 1..6 (a 2 among them; no extent a power of two but it)."""
+
+
+def broadcast_shapes(rank: int, batch: int) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
+    """(x, y) shapes of rank ``rank`` (batch ``batch`` first when rank >= 2) that
+    broadcast on every axis in turn, each operand once, plus a y of lower rank and
+    one broadcast on every other axis (nothing to coalesce)."""
+    full = ((batch,) + ODD[1:rank]) if rank >= 2 else ODD[:1]
+    pairs = []
+    for axis in range(rank):
+        reduced = tuple(1 if k == axis else d for k, d in enumerate(full))
+        pairs += [(full, reduced), (reduced, full)]
+    if rank >= 2:
+        pairs.append((full, full[1:]))  # y left-padded: broadcast along the batch
+        pairs.append((full[-1:], full))  # x of rank 1
+        alternate = tuple(1 if k % 2 else d for k, d in enumerate(full))
+        other = tuple(d if k % 2 else 1 for k, d in enumerate(full))
+        pairs.append((alternate, other))
+    return list(dict.fromkeys(pairs))
+
+
+def elementwise_cases(rng: np.random.Generator) -> list[Case]:
+    cases: list[Case] = []
+    unary = [e for e in pointwise.TABLE if e.arity == 1 and not e.options]
+    binary = [e for e in pointwise.TABLE if e.arity == 2]
+    optioned = (
+        "leaky_relu(negative_slope=0.2)",
+        "gelu(approximate=none)",
+        "gelu(approximate=tanh)",
+    )
+    for entry in unary:
+        cases.append(elementwise_case(entry.name, (2, 5, 7, 9), None, 128, rng))
+    for spelling in optioned:
+        cases.append(elementwise_case(spelling, (2, 5, 7, 9), None, 128, rng))
+    cases.append(elementwise_case(unary[0].name, (3, 1000), None, 1024, rng, extra_programs=2))
+    for entry in binary:
+        for x_shape, y_shape in (
+            ((2, 5, 7, 9), (5, 1, 1)),
+            ((2, 5, 7, 9), (1, 5, 1, 9)),
+            ((2, 5, 7, 9), (2, 5, 7, 9)),
+            ((5, 1, 1), (3, 5, 7, 9)),
+            ((6, 11), (11,)),
+        ):
+            cases.append(elementwise_case(entry.name, x_shape, y_shape, 128, rng))
+    cases.append(elementwise_case("add", (3, 16, 13, 11), (16, 1, 1), 1024, rng, extra_programs=1))
+    # Ranks 1..6, broadcasting on every axis, batch 1 and 3.
+    for rank in range(1, ELEMENTWISE_RANK + 1):
+        for batch in (1, 3) if rank >= 2 else (1,):
+            for x_shape, y_shape in broadcast_shapes(rank, batch):
+                cases.append(elementwise_case("add", x_shape, y_shape, 64, rng))
+    # Every binary entry at rank 5 and 6, alternating broadcasts, with specials.
+    for entry in binary:
+        for x_shape, y_shape in (
+            ((3, 1, 3, 1, 5), (1, 5, 1, 7, 5)),
+            ((3, 1, 3, 1, 2, 1), (1, 5, 1, 7, 1, 5)),
+            ((1, 5, 3, 7, 2, 5), (3, 1, 1, 5)),
+        ):
+            cases.append(elementwise_case(entry.name, x_shape, y_shape, 128, rng))
+            cases.append(elementwise_case(entry.name, x_shape, y_shape, 128, rng, specials=True))
+    # Every unary entry at rank 6 (and an odd rank 5 one) with NaN and infinities.
+    for spelling in (*(e.name for e in unary), *optioned):
+        cases.append(elementwise_case(spelling, (3, 5, 3, 7, 2, 5), None, 256, rng, specials=True))
+        cases.append(elementwise_case(spelling, (1, 3, 5, 3, 7), None, 128, rng, specials=True))
+    cases.append(
+        elementwise_case("mul", (3, 1, 3, 1, 2, 5), (5,), 128, rng, extra_programs=2, specials=True)
+    )
+    return cases
 
 
 # ---------------------------------------------------------------- conv1x1_gemm
@@ -197,27 +294,7 @@ def gemm_case(
 
 def all_cases() -> list[Case]:
     rng = np.random.default_rng(42)
-    cases: list[Case] = []
-    unary = [e for e in pointwise.TABLE if e.arity == 1 and not e.options]
-    for entry in unary:
-        cases.append(elementwise_case(entry.name, (2, 5, 7, 9), None, 128, rng))
-    for spelling in (
-        "leaky_relu(negative_slope=0.2)",
-        "gelu(approximate=none)",
-        "gelu(approximate=tanh)",
-    ):
-        cases.append(elementwise_case(spelling, (2, 5, 7, 9), None, 128, rng))
-    cases.append(elementwise_case(unary[0].name, (3, 1000), None, 1024, rng, extra_programs=2))
-    for entry in (e for e in pointwise.TABLE if e.arity == 2):
-        for x_shape, y_shape in (
-            ((2, 5, 7, 9), (5, 1, 1)),
-            ((2, 5, 7, 9), (1, 5, 1, 9)),
-            ((2, 5, 7, 9), (2, 5, 7, 9)),
-            ((5, 1, 1), (3, 5, 7, 9)),
-            ((6, 11), (11,)),
-        ):
-            cases.append(elementwise_case(entry.name, x_shape, y_shape, 128, rng))
-    cases.append(elementwise_case("add", (3, 16, 13, 11), (16, 1, 1), 1024, rng, extra_programs=1))
+    cases = elementwise_cases(rng)
     activations = (pointwise.NO_ACTIVATION, *pointwise.epilogue_names())
     for channels in (5, 32, 37, 48):
         for batch in (1, 3):
@@ -319,9 +396,13 @@ def test_template_matches_numpy(case: Case, results: dict[str, np.ndarray]) -> N
         buffer = results[f"{case.id}/{name}"]
         assert corruption(buffer, case.pad) == []
         got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
-        unwritten = np.isnan(expected)
-        assert np.isnan(got[unwritten]).all(), "wrote into the gap between output images"
-        assert_close(got[~unwritten], expected[~unwritten], case.tol)
+        # NaN where the result is NaN or was never to be written (a gap between
+        # output images); infinities exactly, with their sign.
+        special = ~np.isfinite(expected)
+        assert np.array_equal(got[special], expected[special], equal_nan=True), (
+            "differs where the expected value is NaN or infinite (a gap written?)"
+        )
+        assert_close(got[~special], expected[~special], case.tol)
 
 
 def _without_store_mask(text: str) -> str:

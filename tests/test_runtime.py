@@ -331,6 +331,7 @@ class _RecordingBackend:
         batch: int,
         times: dict[str, float],
         progress: Any = None,
+        trace: Any = None,
     ) -> list[np.ndarray]:
         self.calls.append((directory, batch, sorted(tensors)))
         times["recording"] = 0.0

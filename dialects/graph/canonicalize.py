@@ -23,6 +23,7 @@ no pattern: the rewrite driver erases side-effect-free ops without uses.
 
 from __future__ import annotations
 
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, OpResult, SSAValue
 from xdsl.pattern_rewriter import PatternRewriter, RewritePattern, op_type_rewrite_pattern
 
@@ -32,7 +33,7 @@ from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, Tr
 def _forward(op: Operation, value: SSAValue, rewriter: PatternRewriter) -> None:
     """Replace ``op``'s one result by ``value``, of the same type."""
     assert op.results[0].type == value.type
-    rewriter.replace_op(op, [], [value])
+    rewriter.replace(op, [], [value])
 
 
 class IdentityReshape(RewritePattern):
@@ -48,9 +49,10 @@ class IdentityTranspose(RewritePattern):
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: TransposeOp, rewriter: PatternRewriter, /) -> None:
-        if op.result.type != op.input.type:
+        type_ = op.input.type
+        if not isinstance(type_, TensorType) or op.result.type != type_:
             return
-        shape = op.result.type.get_shape() if hasattr(op.result.type, "get_shape") else ()
+        shape = type_.get_shape()
         moved = [p for p in op.perm if shape[p] != 1]
         if moved == sorted(moved):
             _forward(op, op.input, rewriter)

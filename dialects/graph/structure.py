@@ -33,7 +33,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.traits import Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.graph.shapes import (
@@ -50,6 +50,7 @@ from teeny_ir.ir.format import OptionParser, OptionsFormatOp, parse_i64, value_t
 
 if TYPE_CHECKING:
     from xdsl.parser import Parser
+    from xdsl.pattern_rewriter import RewritePattern
 
 
 def _normalized(dim: int, rank: int) -> int:
@@ -73,10 +74,24 @@ def _int_option(parser: Parser) -> Attribute:
     return IntegerAttr(parse_i64(parser), i64)
 
 
+class StructureCanonicalization(HasCanonicalizationPatternsTrait):
+    """The op's patterns for ``canonicalize``, from `dialects.graph.canonicalize`
+    (imported on first use)."""
+
+    def get_patterns(self, op: type[Operation]) -> tuple[RewritePattern, ...]:
+        from dialects.graph.canonicalize import patterns_for
+
+        return patterns_for(op)
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        return ()  # per op class: `get_patterns`
+
+
 class StructureOp(OptionsFormatOp):
     """The shared base of the structural ops (pure data movement)."""
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), StructureCanonicalization())
 
 
 @irdl_op_definition

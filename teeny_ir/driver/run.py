@@ -24,10 +24,13 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.core.files import OutputError, check_not_input, check_output, read_npy, write_npz
 from teeny_ir.driver.cli import ArgumentParser, parse_args
 
 if TYPE_CHECKING:
+    from xdsl.dialects.builtin import ModuleOp
+
     from teeny_ir.backend.plan import Plan
 
 PROG = "teeny-run"
@@ -58,6 +61,12 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
         help="; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()),
     )
     parser.add_argument("--timing", action="store_true", help="print stage times to stderr")
+    parser.add_argument(
+        "--compare-reference",
+        metavar="GRAPH.mlir",
+        help="also run the graph module the plan was compiled from in the reference "
+        "interpreter and name the first launch whose output diverges (exit 1 if one does)",
+    )
     return parser
 
 
@@ -71,7 +80,11 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     timings: dict[str, float] = {}
     try:
         with _warnings_to(stderr):
-            _run(args, timings, stdout)
+            diverged = _run(args, timings, stdout, stderr)
+    except DiagnosticError as err:  # the --compare-reference module is bad input
+        for diagnostic in err.diagnostics:
+            stderr.write(diagnostic.format() + "\n")
+        return 1
     except (OutputError, runtime.PlanError, runtime.RuntimeInputError) as err:
         stderr.write(f"{PROG}: error: {_one_line(err)}\n")
         return 1
@@ -85,10 +98,14 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         width = max(len(stage) for stage in timings)
         for stage, seconds in timings.items():
             stderr.write(f"{PROG}: {stage:<{width}}  {seconds * 1000:10.1f} ms\n")
-    return 0
+    return 1 if diverged else 0
 
 
-def _run(args: argparse.Namespace, timings: dict[str, float], stdout: TextIO) -> None:
+def _run(
+    args: argparse.Namespace, timings: dict[str, float], stdout: TextIO, stderr: TextIO
+) -> bool:
+    """Run the plan and write its outputs; True when ``--compare-reference``
+    found a launch that diverges (reported on ``stderr``)."""
     from teeny_ir import runtime
 
     for path in (*args.input, args.weights):
@@ -106,10 +123,38 @@ def _run(args: argparse.Namespace, timings: dict[str, float], stdout: TextIO) ->
     inputs = [read_npy(path) for path in args.input]
     weights = runtime.read_weights(args.weights)
     timings["read inputs and weights"] = time.perf_counter() - start
-    outputs = executable.run(inputs, weights, args.backend, timings)
+    report = None
+    if args.compare_reference is not None:
+        from teeny_ir.runtime.divergence import first_divergence
+
+        module = _read_module(args.compare_reference)
+        start = time.perf_counter()
+        report = first_divergence(executable, module, weights, inputs)
+        outputs = report.outputs
+        timings["run and compare with the reference"] = time.perf_counter() - start
+    else:
+        outputs = executable.run(inputs, weights, args.backend, timings)
     start = time.perf_counter()
     write_npz(args.output, outputs, stdout)
     timings["write output"] = time.perf_counter() - start
+    if report is None:
+        return False
+    stderr.write(f"{PROG}: {report.describe()}\n")
+    return report.divergence is not None
+
+
+def _read_module(path: str) -> ModuleOp:
+    """The graph module for --compare-reference (located errors if it is bad)."""
+    import teeny_ir
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        raise OutputError(
+            f"cannot read '{path}': {getattr(err, 'strerror', None) or err}"
+        ) from None
+    return teeny_ir.parse_module(text, filename=path)
 
 
 def _one_line(err: BaseException) -> str:

@@ -45,10 +45,17 @@ __all__ = ["run", "semantics_for"]
 not_executed("bound by `run` to its weight, checked against the weights up front", ParamOp)
 
 
-def run(module: ModuleOp, weights: Weights, inputs: Sequence[Array]) -> list[Array]:
+def run(
+    module: ModuleOp,
+    weights: Weights,
+    inputs: Sequence[Array],
+    trace: Callable[[Operation, list[Array]], None] | None = None,
+) -> list[Array]:
     """Run ``@forward`` on ``inputs`` (in argument order: float32 arrays, int64
     for i64 arguments) with ``weights`` (state-dict name -> array); return its
-    results in return order, as float32 arrays (int64 for i64 results)."""
+    results in return order, as float32 arrays (int64 for i64 results).
+    ``trace``, when given, is called with each executed op and its results
+    (the divergence finder compares them with a plan's launches)."""
     from teeny_ir.ir.verifier import verify_ops
 
     errors = verify_ops(module)
@@ -73,6 +80,8 @@ def run(module: ModuleOp, weights: Weights, inputs: Sequence[Array]) -> list[Arr
         for result, value in zip(op.results, results, strict=True):
             # asarray, not ascontiguousarray, which makes rank-0 results rank 1
             env[result] = np.asarray(value, dtype=_dtype(result.type), order="C")
+        if trace is not None:
+            trace(op, [env[result] for result in op.results])
     raise _error("@forward has no func.return", forward)
 
 

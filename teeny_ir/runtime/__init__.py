@@ -99,12 +99,14 @@ class Executable:
         backend: str = "interpreter",
         timings: dict[str, float] | None = None,
         progress: Callable[[int, int], None] | None = None,
+        trace: dict[int, list[np.ndarray]] | None = None,
     ) -> list[np.ndarray]:
         """Run the plan; outputs in return order. ``weights`` maps state-dict names
         to arrays, or is the path of a ``.safetensors`` file; ``backend`` names an
         entry of `BACKENDS`. Stage times in seconds are added to ``timings`` when
         given; ``progress`` is called with (launches done, launches in all) as
-        the run advances. Raises `RuntimeInputError` (`BackendUnavailableError` for a backend
+        the run advances; ``trace`` gets each launch's outputs (by launch
+        index). Raises `RuntimeInputError` (`BackendUnavailableError` for a backend
         that cannot run here) before any launch, `WorkerError` when one fails."""
         times: dict[str, float] = {} if timings is None else timings
         start = time.perf_counter()
@@ -122,7 +124,9 @@ class Executable:
         params = self.bind_parameters(weights)
         times["bind parameters"] = time.perf_counter() - start
         tensors = {spec.name: array for spec, array in zip(self.plan.inputs, inputs, strict=True)}
-        return chosen.run(self.directory, self.plan, tensors | params, batch, times, progress)
+        return chosen.run(
+            self.directory, self.plan, tensors | params, batch, times, progress, trace
+        )
 
     def check_inputs(self, inputs: Sequence[Any]) -> int:
         """Check the inputs against the plan; returns the batch size ``B``."""

@@ -101,8 +101,8 @@ def lower_batch_norm(op: BatchNormOp) -> LaunchOp:
     if op.training:
         raise Unlowerable(
             "a training-form batch norm normalises with batch statistics, which need a "
-            "reduction over every dimension but 1; the channel_affine family runs only "
-            "an inference batch norm (running statistics)"
+            "reduction over every dimension but 1 (no kernel family computes one yet); "
+            "the channel_affine family runs only an inference batch norm (running statistics)"
         )
     gamma = _weight(op.gamma, "gamma")
     beta = _weight(op.beta, "beta")

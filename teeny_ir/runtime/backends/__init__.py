@@ -60,6 +60,7 @@ class Backend(Protocol):
         batch: int,
         times: dict[str, float],
         progress: Progress | None = None,
+        trace: dict[int, list[np.ndarray]] | None = None,
     ) -> list[np.ndarray]:
         """Execute ``plan`` (loaded from ``directory``) at batch size ``batch``.
 
@@ -68,6 +69,8 @@ class Backend(Protocol):
         Returns the outputs in the plan's return order and adds stage times in
         seconds to ``times``. ``progress``, when given, is called with (launches
         done, launches in all) as the run advances (at least once, at the end).
+        ``trace``, when given, gets launch index -> that launch's distinct
+        output tensors after it ran (the divergence finder reads them).
         Raises `BackendUnavailableError` when it cannot
         run at all, `WorkerError` when a launch fails.
         """

@@ -73,6 +73,7 @@ class CudaBackend:
         batch: int,
         times: dict[str, float],
         progress: Progress | None = None,
+        trace: dict[int, list[np.ndarray]] | None = None,
     ) -> list[np.ndarray]:
         """Refuse with `BackendUnavailableError`: this teeny_ir has no cubin launcher."""
         raise BackendUnavailableError(NO_LAUNCHER)

@@ -56,6 +56,8 @@ ERROR_FILE = "error.json"
 or null, "missing": whether that module is not installed at all}``."""
 LOG_FILE = "worker.log"
 """The worker's stdout and stderr (a failure's full traceback); kept after a failure."""
+TRACE_FILE = "trace.safetensors"
+"""With ``trace``: every launch's outputs, ``launch<i>_<k>`` (k over its distinct output tensors)."""
 PROGRESS_FILE = "progress"
 """The worker rewrites it after each launch: ``<done> <total>``."""
 WORKER_MODULE = "teeny_ir.runtime.backends.interpreter_worker"
@@ -88,6 +90,7 @@ class InterpreterBackend:
         batch: int,
         times: dict[str, float],
         progress: Progress | None = None,
+        trace: dict[int, list[np.ndarray]] | None = None,
     ) -> list[np.ndarray]:
         """Run the plan in a worker process (see `Backend.run`); raises
         `WorkerError` (one line naming the kept log) when it fails, and
@@ -109,7 +112,7 @@ class InterpreterBackend:
             try:
                 arrays = {name: np.ascontiguousarray(array) for name, array in tensors.items()}
                 save_file(arrays, workdir / TENSORS_FILE)
-                request = {"plan": str(directory), "batch": batch}
+                request = {"plan": str(directory), "batch": batch, "trace": trace is not None}
                 (workdir / REQUEST_FILE).write_text(json.dumps(request), encoding="utf-8")
             except OSError as err:
                 raise BackendUnavailableError(
@@ -127,11 +130,21 @@ class InterpreterBackend:
             with (workdir / TIMINGS_FILE).open(encoding="utf-8") as handle:
                 times |= {f"worker: {k}": v for k, v in json.load(handle).items()}
             results = load_file(workdir / OUTPUTS_FILE)
+            if trace is not None:
+                traced = load_file(workdir / TRACE_FILE)
+                for key in sorted(traced, key=_trace_key):
+                    trace.setdefault(_trace_key(key)[0], []).append(traced[key])
             if progress is not None:
                 progress(len(plan.launches), len(plan.launches))
         finally:
             _clean(workdir, keep_log=keep_log)
         return [results[f"output_{i}"] for i in range(len(plan.outputs))]
+
+
+def _trace_key(key: str) -> tuple[int, int]:
+    """``launch<i>_<k>`` -> (i, k)."""
+    index, part = key.removeprefix("launch").split("_")
+    return int(index), int(part)
 
 
 def needs(module: str, problem: str = "") -> str:

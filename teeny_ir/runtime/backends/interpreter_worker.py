@@ -44,6 +44,7 @@ from teeny_ir.runtime.backends.interpreter import (
     REQUIRED_MODULES,
     TENSORS_FILE,
     TIMINGS_FILE,
+    TRACE_FILE,
     WORKER_MODULE,
 )
 
@@ -107,7 +108,8 @@ def run(workdir: Path) -> None:
     times["allocate"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    _launch_all(plan, kernels, tensors, env, workdir / PROGRESS_FILE)
+    traced: dict[str, Any] | None = {} if request.get("trace") else None
+    _launch_all(plan, kernels, tensors, env, workdir / PROGRESS_FILE, traced)
     times["launches"] = time.perf_counter() - start
 
     outputs = {
@@ -115,6 +117,8 @@ def run(workdir: Path) -> None:
         for i, name in enumerate(plan.outputs)
     }
     save_file(outputs, workdir / OUTPUTS_FILE)
+    if traced is not None:
+        save_file(traced, workdir / TRACE_FILE)
     (workdir / TIMINGS_FILE).write_text(json.dumps(times), encoding="utf-8")
 
 
@@ -124,6 +128,7 @@ def _launch_all(
     tensors: dict[str, Any],
     env: dict[str, int],
     progress: Path | None = None,
+    traced: dict[str, Any] | None = None,
 ) -> None:
     specs = {k.name: k for k in plan.kernels}
     for done, launch in enumerate(plan.launches):
@@ -143,6 +148,14 @@ def _launch_all(
         )
         if progress is not None:
             progress.write_text(f"{done + 1} {len(plan.launches)}", encoding="ascii")
+        if traced is not None:  # each distinct output tensor, in ABI order
+            written = [
+                arg.tensor
+                for abi, arg in zip(family.args, launch.args, strict=True)
+                if abi.kind == "output" and arg.tensor is not None
+            ]
+            for k, name in enumerate(dict.fromkeys(written)):
+                traced[f"launch{done}_{k}"] = tensors[name].contiguous().numpy().copy()
 
 
 def main(argv: Sequence[str] | None = None) -> int:

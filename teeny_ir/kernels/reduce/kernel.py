@@ -1,0 +1,69 @@
+"""Triton source of the ``reduce`` family: the sum or mean over a run of axes.
+
+``x`` is seen as ``[N, RB, OUTER, R, INNER]`` (see the family's contract): row
+``(n, o, inner)``'s element ``(rb, r)`` lies at ``(n + rb) * x_batch_stride +
+(o * R + r) * INNER + inner`` (64-bit offsets). Each program takes ``BLOCK_ROWS``
+rows, loops over the ``RB`` images and over each image's ``R`` elements in
+chunks of ``BLOCK_R``, every load masked, and accumulates the finite values
+per lane in fp32. NaN and infinities are counted apart, so no addition is ever
+invalid: a row with a NaN, or with both infinities, sums to NaN, one with +inf
+(-inf) only to +inf (-inf), as numpy's sum. The mean divides by ``RB * R``.
+Row ``q`` is stored at ``(q // Y_IMAGE) * y_batch_stride + q % Y_IMAGE``.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def reduce(
+    x,
+    y,
+    N,
+    RB,
+    OUTER,
+    R,
+    INNER,
+    Y_IMAGE,
+    x_batch_stride,
+    y_batch_stride,
+    MEAN: tl.constexpr,
+    BLOCK_ROWS: tl.constexpr,
+    BLOCK_R: tl.constexpr,
+):
+    rows = tl.program_id(0).to(tl.int64) * BLOCK_ROWS + tl.arange(0, BLOCK_ROWS)
+    row_mask = rows < N.to(tl.int64) * OUTER * INNER
+    row = tl.where(row_mask, rows, 0)
+    inner = row % INNER
+    rest = row // INNER
+    outer = rest % OUTER
+    image = rest // OUTER
+    x_image = image * x_batch_stride + outer * R * INNER + inner
+    acc = tl.zeros((BLOCK_ROWS, BLOCK_R), dtype=tl.float32)
+    nan = tl.zeros((BLOCK_ROWS, BLOCK_R), dtype=tl.int32)
+    pos = tl.zeros((BLOCK_ROWS, BLOCK_R), dtype=tl.int32)
+    neg = tl.zeros((BLOCK_ROWS, BLOCK_R), dtype=tl.int32)
+    for _ in range(0, RB):
+        for start in range(0, R, BLOCK_R):
+            r = start + tl.arange(0, BLOCK_R)
+            mask = row_mask[:, None] & (r < R)[None, :]
+            offsets = x_image[:, None] + r.to(tl.int64)[None, :] * INNER
+            v = tl.load(x + offsets, mask=mask, other=0.0)
+            is_nan = v != v
+            is_pos = v == float("inf")
+            is_neg = v == float("-inf")
+            nan = tl.maximum(nan, is_nan.to(tl.int32))
+            pos = tl.maximum(pos, is_pos.to(tl.int32))
+            neg = tl.maximum(neg, is_neg.to(tl.int32))
+            acc += tl.where(is_nan | is_pos | is_neg, 0.0, v)
+        x_image += x_batch_stride
+    total = tl.sum(acc, axis=1)
+    if MEAN:
+        total = total / (RB.to(tl.float32) * R.to(tl.float32))
+    has_pos = tl.max(pos, axis=1) > 0
+    has_neg = tl.max(neg, axis=1) > 0
+    total = tl.where(has_pos, float("inf"), total)
+    total = tl.where(has_neg, float("-inf"), total)
+    total = tl.where((tl.max(nan, axis=1) > 0) | (has_pos & has_neg), float("nan"), total)
+    y_image = row // Y_IMAGE
+    tl.store(y + y_image * y_batch_stride + (row - y_image * Y_IMAGE), total, mask=row_mask)

@@ -1,0 +1,81 @@
+"""Lowering rules of the ``reduce`` family: ``graph.reduce_sum`` and
+``graph.reduce_mean`` as one launch over the rows of the operand's row view.
+
+The reduced axes other than the batch (axis 0, which the kernel folds into its
+loop over images) must form one contiguous run once the axes of size 1 are left
+out (those may be reduced or kept freely): ``axes [0, 1, 3]`` of ``[B, C, 1, W]``
+is the batch and the run ``[1, 4)``. Any other set of axes (``axes [1, 3]`` of
+``[B, C, H, W]`` with ``H > 1``) is refused, naming the axis kept between them."""
+
+from __future__ import annotations
+
+import math
+
+from dialects.graph.reduce import ReduceMeanOp, ReduceSumOp
+from dialects.kernel import LaunchOp
+from teeny_ir.kernels.lowering import Unlowerable, batch_stride_expr, lowers, tensor_type
+from teeny_ir.kernels.softmax.lowering import rows_expr, view_dims
+from teeny_ir.kernels.softmax.rows import MAX_I32
+from teeny_ir.kernels.softmax.tiles import launch_config, row_tiles
+
+
+def reduced_run(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[bool, int, int]:
+    """How the row view sees the reduction over ``axes`` of ``shape``: whether the
+    batch (axis 0) is reduced, and the run ``[first, last)`` of the other reduced
+    axes of size other than 1 (``[rank, rank)`` if there is none). Raises
+    `Unlowerable` if an axis of size other than 1 inside that run is kept."""
+    sized = sorted(axis for axis in axes if axis and shape[axis] != 1)
+    batch = 0 in axes and shape[0] != 1
+    if not sized:
+        return batch, len(shape), len(shape)
+    first, last = sized[0], sized[-1] + 1
+    kept = [k for k in range(first, last) if k not in axes and shape[k] != 1]
+    if kept:
+        raise Unlowerable(
+            f"the reduce family reduces the batch and one contiguous run of the other axes, "
+            f"but axes {sorted(axes)} keep axis {kept[0]} of size {shape[kept[0]]} between "
+            f"{sized[0]} and {sized[-1]}"
+        )
+    return batch, first, last
+
+
+def _lower(op: ReduceSumOp | ReduceMeanOp, mean: bool) -> LaunchOp:
+    shape = tuple(tensor_type(op.input).get_shape())
+    out = tuple(tensor_type(op.result).get_shape())
+    dims = view_dims(shape, *reduced_run(shape, tuple(op.axes)))
+    y_image = math.prod(out[1:])
+    if y_image > MAX_I32:
+        raise Unlowerable("a result image of more than 2**31 - 1 elements exceeds the row kernels")
+    block_rows, block_r = row_tiles(int(dict(dims)["R"]))
+    num_warps, num_stages = launch_config()
+    args = [
+        ("x", "in0"),
+        ("y", "out0"),
+        *dims,
+        ("Y_IMAGE", str(y_image)),
+        ("x_batch_stride", batch_stride_expr(op.input)),
+        ("y_batch_stride", batch_stride_expr(op.result)),
+    ]
+    return LaunchOp(
+        "reduce",
+        [op.input],
+        [tensor_type(op.result)],
+        {"MEAN": int(mean), "BLOCK_ROWS": block_rows, "BLOCK_R": block_r},
+        [],
+        args,
+        [f"cdiv({rows_expr(dims)}, {block_rows})", "1", "1"],
+        num_warps,
+        num_stages,
+    )
+
+
+@lowers(ReduceSumOp)
+def lower_reduce_sum(op: ReduceSumOp) -> LaunchOp:
+    """The sum over ``axes`` (``keepdims`` or not: the same elements)."""
+    return _lower(op, mean=False)
+
+
+@lowers(ReduceMeanOp)
+def lower_reduce_mean(op: ReduceMeanOp) -> LaunchOp:
+    """The sum over ``axes`` divided by the product of their sizes."""
+    return _lower(op, mean=True)

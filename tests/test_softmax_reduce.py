@@ -1,0 +1,556 @@
+"""The ``softmax`` and ``reduce`` kernel families: Triton's interpreter against the
+reference semantics, the validator's view of their launches, AOT compilation,
+and small graphs end to end through ``teeny-inference``, ``emit-triton`` and the
+runtime.
+
+Each case is one graph op, written as IR with a dynamic batch and lowered by the
+family's own ``@lowers`` rule: the launch's dims and grid are what the compiler
+emits, evaluated at the case's batch; some cases shrink ``BLOCK_ROWS`` and
+``BLOCK_R`` (rebinding the grid to their tile model) so that rows of 7 to 4099
+elements span many chunks and many programs. The kernels run in one
+`kernel_harness.py` subprocess (test_concat_split_kernels.py's `run_harness`),
+with NaN-padded inputs and canary-padded, NaN-filled outputs; some grids launch
+more programs than the tile model needs. The expected values come from
+`teeny_ir.reference`, computed in float64.
+
+Batch-strided views: some cases pass ``x`` as channels ``[c0, c0 + C)`` of a
+larger NaN-filled buffer (a read outside the view poisons its row), or write
+``y`` into such a view (its gaps must stay NaN), with the stride dims rebound as
+the view formation does; every case is a launch the validator accepts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import teeny_ir
+from dialects.graph.reduce import infer_reduce_shape
+from dialects.kernel import LaunchOp
+from teeny_ir import reference, runtime
+from teeny_ir.backend import aot
+from teeny_ir.core import expressions
+from teeny_ir.kernels import validator
+from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.kernels.lowering import Unlowerable, lowering_for, tensor_type
+from teeny_ir.kernels.render import render
+from teeny_ir.kernels.softmax import tiles
+from teeny_ir.testing import REDUCTION_TOL, assert_close
+
+
+def _sibling(name: str) -> ModuleType:
+    """Load another test module by path (``tests`` is not an importable package)."""
+    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+copies = _sibling("test_concat_split_kernels.py")
+CANARY = copies.CANARY
+View = tuple[int, int]
+"""A batch-strided view: (the enclosing buffer's channels, the view's first channel)."""
+
+
+def _type(shape: tuple[int | str, ...]) -> str:
+    return f"tensor<{''.join(f'{d}x' for d in shape)}f32>"
+
+
+def graph_text(op: str, x_shape: tuple[int, ...]) -> str:
+    """A one-op graph over ``x`` with a dynamic batch; ``op`` is e.g.
+    ``"softmax axis 1"`` or ``"reduce_sum axes [0, 2] keepdims"``."""
+    kind, _, options = op.partition(" ")
+    dims: list[int | str] = ["?", *x_shape[1:]]
+    if kind.startswith("reduce"):
+        axes = [int(a) for a in options.split("[")[1].split("]")[0].split(",")]
+        out = list(infer_reduce_shape(list(x_shape), axes, "keepdims" in options))
+        kept = 0 not in axes or "keepdims" not in options
+        out_dims: list[int | str] = ["?", *out[1:]] if 0 not in axes else list(out)
+        if not kept:
+            out_dims = list(out)
+    else:
+        out_dims = list(dims)
+    source, result = _type(tuple(dims)), _type(tuple(out_dims))
+    return (
+        f"func.func @forward(%x: {source}) -> {result} {{\n"
+        f"  %y = graph.{kind} %x {options} : ({source}) -> {result}\n"
+        f"  func.return %y : {result}\n}}\n"
+    )
+
+
+def lowered(op: str, x_shape: tuple[int, ...]) -> tuple[Any, LaunchOp]:
+    """The graph module and the launch its op's own lowering rule builds."""
+    module = teeny_ir.parse_module(graph_text(op, x_shape))
+    graph_op = next(o for o in module.walk() if o.name.startswith("graph."))
+    rule = lowering_for(type(graph_op))
+    assert not isinstance(rule, str), rule
+    launch = rule(graph_op)
+    assert isinstance(launch, LaunchOp)
+    assert tensor_type(graph_op.results[0]) == launch.results[0].type
+    return module, launch
+
+
+def _evaluate(text: str, batch: int) -> int:
+    return expressions.compile_expr(expressions.parse_cached(text))({"B": batch})
+
+
+def _data(shape: tuple[int, ...], kind: str, rng: np.random.Generator) -> np.ndarray:
+    """``normal`` (scale 3), ``large`` (scale 1e4: exp would overflow unshifted)
+    or ``specials`` (NaN, +inf, -inf scattered, a few -inf runs)."""
+    scale = 1e4 if kind == "large" else 3.0
+    x = (rng.standard_normal(shape) * scale).astype(np.float32)
+    if kind == "specials":
+        flat = x.reshape(-1)
+        count = max(1, flat.size // 40)
+        flat[rng.choice(flat.size, count, replace=False)] = np.nan
+        flat[rng.choice(flat.size, count, replace=False)] = np.inf
+        flat[rng.choice(flat.size, 2 * count, replace=False)] = -np.inf
+        flat[: min(3, flat.size)] = -np.inf
+    return x
+
+
+def kernel_case(
+    op: str,
+    x_shape: tuple[int, ...],
+    rng: np.random.Generator,
+    *,
+    blocks: tuple[int, int] | None = None,
+    kind: str = "normal",
+    extra_programs: int = 0,
+    x_view: View | None = None,
+    y_view: View | None = None,
+    num_warps: int | None = None,
+) -> Any:
+    """One launch of ``graph.<op>`` on ``x_shape`` data of ``kind``; ``blocks``
+    overrides ``(BLOCK_ROWS, BLOCK_R)``, ``x_view``/``y_view`` make the input or
+    the output a batch-strided channel slice, ``num_warps`` overrides the
+    lowering's."""
+    module, launch = lowered(op, x_shape)
+    batch = x_shape[0]
+    x = _data(x_shape, kind, rng)
+    with np.errstate(all="ignore"):
+        (want,) = reference.run(module, {}, [x])
+    out_shape = want.shape
+    source, x_stride = copies.channel_slice(x, x_view)
+    expected, y_stride = copies.channel_slice(np.asarray(want, np.float32), y_view)
+    constexprs = dict(launch.constexpr_values)
+    if blocks is not None:
+        constexprs["BLOCK_ROWS"], constexprs["BLOCK_R"] = blocks
+    strides = {"x_batch_stride": x_stride, "y_batch_stride": y_stride}
+    images = {
+        "x_batch_stride": math.prod(x_shape[1:]),
+        "y_batch_stride": math.prod(out_shape[1:]),
+    }
+    args: list[tuple[str, Any]] = []
+    env: dict[str, int] = {}
+    for name, binding in launch.arg_bindings:
+        if binding == "in0":
+            args.append((name, source))
+        elif binding == "out0":
+            args.append((name, ("output", expected.size)))
+        elif name in strides:
+            assert _evaluate(binding, batch) == images[name], (name, binding)
+            args.append((name, strides[name]))
+        else:
+            env[name] = _evaluate(binding, batch)
+            args.append((name, env[name]))
+    rows = env["N"] * env["OUTER"] * env["INNER"]
+    warps = launch.num_warps if num_warps is None else num_warps
+    block_rows, block_r = int(constexprs["BLOCK_ROWS"]), int(constexprs["BLOCK_R"])
+    case_id = (
+        f"{op.replace(' ', '').replace(',', '_')}-{'x'.join(map(str, x_shape))}"
+        + (f"-b{block_rows}x{block_r}" if blocks else "")
+        + (f"-{kind}" if kind != "normal" else "")
+        + (f"-grid+{extra_programs}" if extra_programs else "")
+        + (f"-x@{x_view[1]}of{x_view[0]}" if x_view else "")
+        + (f"-y@{y_view[1]}of{y_view[0]}" if y_view else "")
+        + (f"-warps{warps}" if warps != launch.num_warps else "")
+    )
+    return copies.Case(
+        id=case_id,
+        family=launch.family,
+        constexprs=constexprs,
+        args=args,
+        grid=math.ceil(rows / block_rows) + extra_programs,
+        pad=256,
+        expected={"y": expected.astype(np.float64)},
+        tensors={"x": (x_shape, x_stride), "y": (out_shape, y_stride)},
+        num_warps=warps,
+        tol=REDUCTION_TOL,
+    )
+
+
+SOFTMAX_LENGTHS = (1, 7, 10, 1000, 4099)
+
+
+def all_cases() -> list[Any]:
+    rng = np.random.default_rng(7)
+    cases: list[Any] = []
+    for op in ("softmax", "log_softmax"):
+        # Rows of every length along the last axis, in small chunks: many per row.
+        for length in SOFTMAX_LENGTHS:
+            small = (2, 4) if length < 100 else (2, 256)
+            cases.append(kernel_case(f"{op} axis 2", (3, 3, length), rng, blocks=small))
+        cases.append(kernel_case(f"{op} axis 1", (1, 1000), rng))
+        # Every axis of a 4-D tensor, batch 1 and 3, the lowering's own tiles.
+        for batch in (1, 3):
+            for axis in range(4):
+                cases.append(kernel_case(f"{op} axis {axis}", (batch, 5, 6, 7), rng))
+        cases.append(kernel_case(f"{op} axis 1", (3, 37, 2, 5), rng, blocks=(4, 8)))
+        cases.append(kernel_case(f"{op} axis 0", (3, 4, 5), rng, blocks=(8, 1), extra_programs=2))
+        # Stability and special values.
+        cases.append(kernel_case(f"{op} axis 2", (3, 4, 300), rng, blocks=(2, 64), kind="large"))
+        cases.append(kernel_case(f"{op} axis 1", (3, 50, 6), rng, blocks=(4, 16), kind="large"))
+        cases.append(kernel_case(f"{op} axis 2", (3, 20, 9), rng, blocks=(4, 4), kind="specials"))
+        cases.append(kernel_case(f"{op} axis 0", (3, 5, 7), rng, kind="specials"))
+        # Batch-strided views along every kind of axis.
+        cases.append(kernel_case(f"{op} axis 2", (3, 3, 10), rng, blocks=(2, 4), x_view=(5, 1)))
+        cases.append(kernel_case(f"{op} axis 1", (3, 3, 10), rng, y_view=(6, 2)))
+        cases.append(
+            kernel_case(f"{op} axis 0", (3, 3, 10), rng, x_view=(4, 1), y_view=(5, 2))
+        )
+        cases.append(
+            kernel_case(
+                f"{op} axis 3",
+                (3, 2, 3, 9),
+                rng,
+                blocks=(2, 4),
+                extra_programs=1,
+                x_view=(4, 2),
+                y_view=(3, 1),
+            )
+        )
+    for mean in ("reduce_sum", "reduce_mean"):
+        for length in SOFTMAX_LENGTHS:
+            small = (2, 4) if length < 100 else (2, 256)
+            cases.append(kernel_case(f"{mean} axes [2]", (3, 3, length), rng, blocks=small))
+        for batch in (1, 3):
+            for axes in ("[1]", "[2, 3] keepdims", "[0]", "[0, 1] keepdims", "[0, 2]", "[3]"):
+                cases.append(kernel_case(f"{mean} axes {axes}", (batch, 5, 6, 7), rng))
+        cases += [
+            kernel_case(f"{mean} axes [1, 2]", (3, 9, 11, 2), rng, blocks=(2, 8)),
+            kernel_case(f"{mean} axes [0, 1, 2, 3]", (3, 5, 6, 7), rng, blocks=(1, 16)),
+            kernel_case(f"{mean} axes [1, 3]", (3, 4, 1, 6), rng),  # a size-1 axis between
+            kernel_case(f"{mean} axes [2]", (3, 4, 1, 6), rng),  # only a size-1 axis
+            kernel_case(f"{mean} axes [1]", (2, 4099), rng, blocks=(1, 128), extra_programs=2),
+            kernel_case(f"{mean} axes [2]", (3, 20, 30), rng, blocks=(4, 8), kind="large"),
+            kernel_case(f"{mean} axes [2]", (3, 20, 30), rng, blocks=(4, 8), kind="specials"),
+            kernel_case(f"{mean} axes [0, 2]", (3, 8, 5), rng, kind="specials"),
+            kernel_case(f"{mean} axes [2]", (3, 3, 10), rng, blocks=(2, 4), x_view=(5, 1)),
+            kernel_case(f"{mean} axes [2, 3] keepdims", (3, 3, 4, 5), rng, y_view=(7, 3)),
+            kernel_case(
+                f"{mean} axes [3]", (3, 3, 4, 5), rng, blocks=(4, 2), x_view=(4, 1), y_view=(6, 2)
+            ),
+            kernel_case(f"{mean} axes [0, 2]", (3, 3, 10), rng, blocks=(2, 4), x_view=(6, 2)),
+            kernel_case(f"{mean} axes [1]", (3, 3, 10), rng, x_view=(4, 0), y_view=(1, 0)),
+        ]
+    emitted = {case.num_warps for case in cases}
+    for warps in sorted({1, 2, 4, 8} - emitted):
+        cases += [
+            kernel_case("softmax axis 1", (3, 37, 5), rng, blocks=(4, 8), num_warps=warps),
+            kernel_case(
+                "log_softmax axis 2",
+                (3, 3, 1000),
+                rng,
+                x_view=(4, 1),
+                y_view=(5, 0),
+                num_warps=warps,
+            ),
+            kernel_case("reduce_mean axes [0, 2]", (3, 7, 300), rng, num_warps=warps),
+            kernel_case(
+                "reduce_sum axes [2]", (3, 3, 4099), rng, blocks=(2, 512), num_warps=warps
+            ),
+        ]
+    return cases
+
+
+def mutants() -> dict[str, Any]:
+    """Cases run on mutated kernels: without the load mask, a row reads the NaN
+    past its end; addressing images as contiguous reads the NaN between a strided
+    input's images."""
+    rng = np.random.default_rng(8)
+    softmax_mask = ("mask=mask, other=float(\"-inf\"))", "other=float(\"-inf\"))")
+    reduce_mask = ("mask=mask, other=0.0)", "other=0.0)")
+    contiguous = ("x_image += x_batch_stride", "x_image += OUTER * R * INNER")
+    found = {
+        "softmax-no-load-mask": (
+            kernel_case("softmax axis 2", (3, 4, 10), rng, blocks=(2, 4)),
+            softmax_mask,
+        ),
+        "reduce-no-load-mask": (
+            kernel_case("reduce_sum axes [2]", (3, 4, 10), rng, blocks=(2, 4)),
+            reduce_mask,
+        ),
+        "reduce-strided-batch-read-contiguous": (
+            kernel_case("reduce_sum axes [0, 2]", (3, 4, 10), rng, x_view=(6, 1)),
+            contiguous,
+        ),
+    }
+    return {
+        what: replace(case, id=f"mutant-{what}", mutation=mutation)
+        for what, (case, mutation) in found.items()
+    }
+
+
+CASES = all_cases()
+MUTANTS = mutants()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    """The cases and the mutants, in one interpreter process."""
+    return copies.run_harness([*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("rows"))
+
+
+def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
+    """What is wrong with ``case``'s output, but for the finite values' accuracy:
+    overwritten canaries, a value other than the reference's where that is NaN
+    (the gaps of a strided output too) or infinite, finite values that are not."""
+    want = case.expected["y"]
+    buffer = results[f"{case.id}/y"]
+    found = []
+    padding = np.concatenate([buffer[: case.pad], buffer[len(buffer) - case.pad :]])
+    if (padding != CANARY).any():
+        found.append(f"{(padding != CANARY).sum()} canaries overwritten")
+    got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
+    assert got.shape == want.shape
+    special = ~np.isfinite(want)
+    if not np.array_equal(got[special], want[special], equal_nan=True):
+        found.append("differs where the reference is NaN or infinite (a gap written?)")
+    if not np.isfinite(got[~special]).all():
+        found.append("a finite output is NaN/inf (unwritten, or read outside its row?)")
+    return found
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+    assert problems(case, results) == []
+    want = case.expected["y"]
+    got = results[f"{case.id}/y"][case.pad : -case.pad].astype(np.float64)
+    finite = np.isfinite(want)
+    assert_close(got[finite], want[finite], case.tol)
+
+
+def test_every_case_is_a_valid_launch() -> None:
+    """The harness runs only launches the validator accepts (stride dims included)."""
+    for case in CASES:
+        validator.validate(copies.case_contract(case))
+
+
+def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+    for what, case in MUTANTS.items():
+        assert "a finite output is NaN" in " ".join(problems(case, results)), what
+
+
+def test_special_cases_are_not_vacuous() -> None:
+    """The specials cases have NaN, +inf and -inf outputs and finite ones."""
+    for family in ("softmax", "reduce"):
+        wants = [c.expected["y"] for c in CASES if c.family == family and "-specials" in c.id]
+        values = np.concatenate([w.ravel() for w in wants])
+        assert np.isnan(values).any() and np.isfinite(values).sum() > values.size // 4, family
+        if family == "reduce":
+            assert np.isposinf(values).any() and np.isneginf(values).any()
+        else:
+            assert (values == 0).any() and np.isneginf(values).any()  # exp(-inf), log of it
+
+
+def test_cases_cover_the_brief() -> None:
+    ids = " ".join(case.id for case in CASES)
+    for family in ("softmax", "reduce"):
+        mine = [case for case in CASES if case.family == family]
+        assert {case.num_warps for case in mine} == {1, 2, 4, 8}, family
+        assert {case.tensors["x"][0][0] for case in mine} >= {1, 3}, family
+        for pointer in ("x", "y"):
+            assert any(
+                case.tensors[pointer][1] != math.prod(case.tensors[pointer][0][1:]) for case in mine
+            ), (family, pointer)
+        lengths = {dict(case.args)["R"] * dict(case.args)["RB"] for case in mine}
+        assert lengths >= set(SOFTMAX_LENGTHS), family
+    for word in ("axis0", "axis1", "axis2", "axis3", "axes[0_2]", "keepdims", "-large", "-specials"):
+        assert word in ids, word
+
+
+# ---------------------------------------------------------------- lowering and validation
+
+
+@pytest.mark.parametrize(
+    ("extent", "blocks"),
+    [(1, (2048, 1)), (7, (256, 8)), (10, (128, 16)), (1000, (2, 1024)), (4099, (2, 1024))],
+)
+def test_row_tiles(extent: int, blocks: tuple[int, int]) -> None:
+    assert tiles.row_tiles(extent) == blocks
+    assert math.prod(blocks) <= 2**20
+    assert tiles.launch_config() == (4, 1)
+
+
+def test_lowered_dims() -> None:
+    """The row view of each kind of reduction, as the lowering binds it."""
+    expected = {
+        "softmax axis 2": ("B", "1", "5", "6", "7", "1"),
+        "softmax axis 0": ("1", "B", "210", "1", "1", None),
+        "reduce_sum axes [1, 2]": ("B", "1", "1", "30", "7", "7"),
+        "reduce_mean axes [0, 2] keepdims": ("1", "B", "5", "6", "7", "35"),
+        "reduce_sum axes [0, 1, 2, 3]": ("1", "B", "1", "210", "1", "1"),
+    }
+    for op, (n, rb, outer, r, inner, y_image) in expected.items():
+        _, launch = lowered(op, (2, 5, 6, 7))
+        dims = dict(launch.arg_bindings)
+        assert (dims["N"], dims["RB"], dims["OUTER"], dims["R"], dims["INNER"]) == (
+            n,
+            rb,
+            outer,
+            r,
+            inner,
+        ), op
+        assert dims.get("Y_IMAGE") == (y_image if launch.family == "reduce" else None), op
+        validator.validate(launch.contract())
+
+
+def test_non_contiguous_axes_are_refused_with_the_limit() -> None:
+    _, launch = lowered("reduce_sum axes [1, 3]", (2, 5, 1, 7))  # a size-1 axis between: fine
+    assert dict(launch.arg_bindings)["R"] == "35"
+    with pytest.raises(Unlowerable, match=r"axes \[1, 3\] keep axis 2 of size 6 between 1 and 3"):
+        lowered("reduce_sum axes [1, 3]", (2, 5, 6, 7))
+    text = graph_text("reduce_mean axes [0, 1, 3]", (2, 5, 6, 7))
+    with pytest.raises(teeny_ir.DiagnosticError, match="one contiguous run of the other axes"):
+        teeny_ir.PassManager.parse("teeny-inference").run(
+            teeny_ir.parse_module(text, filename="r.mlir")
+        )
+
+
+def test_the_validator_holds_the_dims_to_the_shapes() -> None:
+    for op, name, wrong, message in (
+        ("softmax axis 2", "R", "7", "argument 'R' = '7' is 7"),
+        ("softmax axis 2", "INNER", "2", "argument 'INNER'"),
+        ("reduce_sum axes [2]", "Y_IMAGE", "8", "argument 'Y_IMAGE' = '8' is 8"),
+        ("reduce_sum axes [0, 2]", "RB", "1", "argument 'RB'"),
+    ):
+        _, launch = lowered(op, (2, 5, 6, 7))
+        contract = launch.contract()
+        args = tuple((n, wrong if n == name else b) for n, b in contract.args)
+        with pytest.raises(validator.ContractError, match=message):
+            validator.validate(replace(contract, args=args))
+    _, launch = lowered("softmax axis 1", (2, 5, 6, 7))
+    short = replace(launch.contract(), grid=("cdiv(B * 42, 2048)", "1", "1"))
+    with pytest.raises(validator.ContractError, match="tile model of 'softmax' needs"):
+        validator.validate(short)
+
+
+@pytest.mark.parametrize("op", ["softmax axis 2", "log_softmax axis 0", "reduce_sum axes [0, 2]"])
+def test_the_validator_holds_the_stride_dims_to_the_layouts(op: str) -> None:
+    _, launch = lowered(op, (2, 5, 6, 7))
+    contract = launch.contract()
+    x_view = 8 * 6 * 7
+    good = tuple((n, str(x_view) if n == "x_batch_stride" else b) for n, b in contract.args)
+    validator.validate(replace(contract, args=good, strides=(("in0", x_view),)))
+    with pytest.raises(validator.ContractError, match="'x_batch_stride' = '210' is 210"):
+        validator.validate(replace(contract, strides=(("in0", x_view),)))
+
+
+# ---------------------------------------------------------------- AOT
+
+ARCHS = (80, 90)
+VARIANTS = [
+    ("softmax", {"LOG": 0}, 4),
+    ("softmax", {"LOG": 1}, 4),
+    ("reduce", {"MEAN": 0}, 4),
+    ("reduce", {"MEAN": 1}, 4),
+    *(("softmax", {"LOG": 1}, warps) for warps in (1, 2, 8)),
+    *(("reduce", {"MEAN": 1}, warps) for warps in (1, 2, 8)),
+]
+
+
+@pytest.fixture(scope="module")
+def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
+    yield
+    if saved is None:
+        del os.environ["TRITON_CACHE_DIR"]
+    else:
+        os.environ["TRITON_CACHE_DIR"] = saved
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize(("family_name", "flag", "warps"), VARIANTS)
+def test_compiles_ahead_of_time(
+    family_name: str,
+    flag: dict[str, int],
+    warps: int,
+    arch: int,
+    tmp_path: Path,
+    triton_cache: None,
+) -> None:
+    """The lowering's tiles for long rows (2 x 1024) at 4 warps, and every other
+    num_warps."""
+    block_rows, block_r = tiles.row_tiles(4099)
+    constexprs: dict[str, int | str] = {**flag, "BLOCK_ROWS": block_rows, "BLOCK_R": block_r}
+    family = FAMILIES[family_name]
+    name = f"{family_name}_0"
+    path = tmp_path / f"{name}.py"
+    path.write_text(render(family, name, constexprs))
+    compiled = aot.compile_variant(path, name, family, constexprs, arch, warps, tiles.NUM_STAGES)
+    assert f".target sm_{arch}" in compiled.ptx
+    assert compiled.cubin[:4] == b"\x7fELF"
+    assert compiled.num_warps == warps
+    assert re.search(rf"\.reqntid {32 * warps}\b", compiled.ptx)
+    entry = compiled.ptx[compiled.ptx.index(f".entry {name}") :]
+    assert entry[: entry.index(")")].count(".param") == len(family.args) + 2
+    aot.check_shared(compiled)
+
+
+# ---------------------------------------------------------------- end to end
+
+E2E = """\
+func.func @forward(%x: tensor<?x6x5x7xf32>) -> (tensor<?x3x5x7xf32>, tensor<?x6x5x7xf32>,
+    tensor<?x12x5x1xf32>, tensor<1x6x1x7xf32>, tensor<?xf32>) {
+  %a, %b = graph.split %x axis 1 sizes [3, 3]
+      : (tensor<?x6x5x7xf32>) -> (tensor<?x3x5x7xf32>, tensor<?x3x5x7xf32>)
+  %p = graph.softmax %b axis 3 : (tensor<?x3x5x7xf32>) -> tensor<?x3x5x7xf32>
+  %l = graph.log_softmax %x axis 1 : (tensor<?x6x5x7xf32>) -> tensor<?x6x5x7xf32>
+  %s = graph.reduce_sum %x axes [3] keepdims : (tensor<?x6x5x7xf32>) -> tensor<?x6x5x1xf32>
+  %m = graph.reduce_mean %l axes [3] keepdims : (tensor<?x6x5x7xf32>) -> tensor<?x6x5x1xf32>
+  %c = graph.concat %s, %m axis 1
+      : (tensor<?x6x5x1xf32>, tensor<?x6x5x1xf32>) -> tensor<?x12x5x1xf32>
+  %g = graph.reduce_mean %x axes [0, 2] keepdims : (tensor<?x6x5x7xf32>) -> tensor<1x6x1x7xf32>
+  %t = graph.reduce_sum %p axes [1, 2, 3] : (tensor<?x3x5x7xf32>) -> tensor<?xf32>
+  func.return %p, %l, %c, %g, %t : tensor<?x3x5x7xf32>, tensor<?x6x5x7xf32>,
+      tensor<?x12x5x1xf32>, tensor<1x6x1x7xf32>, tensor<?xf32>
+}
+"""
+"""A split part read by a softmax (a batch-strided input), two reductions written
+in place into a concat (batch-strided outputs), a reduction over the batch and
+the other axes, and a softmax's rows summed (to 1 each)."""
+
+
+def test_end_to_end_matches_the_reference(tmp_path: Path) -> None:
+    kernels = teeny_ir.parse_module(E2E, filename="rows.mlir")
+    out = tmp_path / "out"
+    teeny_ir.PassManager.parse(f"teeny-inference,emit-triton{{out-dir={out}}}").run(kernels)
+    launches = [o for o in kernels.walk() if isinstance(o, LaunchOp)]
+    assert sorted(o.family for o in launches) == ["reduce"] * 4 + ["softmax"] * 2
+    bindings = [dict(o.arg_bindings) for o in launches]
+    assert any(b["x_batch_stride"] == str(6 * 5 * 7) and b["R"] == "7" for b in bindings)
+    assert sum(b["y_batch_stride"] == str(12 * 5) for b in bindings) == 2
+    executable = runtime.load(out)
+    rng = np.random.default_rng(0)
+    for batch in (1, 3):
+        x = (rng.standard_normal((batch, 6, 5, 7)) * 4).astype(np.float32)
+        got = executable.run([x], {})
+        want = reference.run(teeny_ir.parse_module(E2E), {}, [x])
+        assert [g.shape for g in got] == [w.shape for w in want]
+        assert_close(got, want, REDUCTION_TOL)
+        np.testing.assert_allclose(got[4], 5 * 3 * np.ones(batch), rtol=1e-5)
