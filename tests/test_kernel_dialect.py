@@ -215,7 +215,7 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
 @pytest.mark.parametrize(
     ("changes", "expected"),
     [
-        ({"family": "softmax"}, "unknown kernel family 'softmax'"),
+        ({"family": "no_such_family"}, "unknown kernel family 'no_such_family'"),
         ({"constexprs": {**GEMM_CONSTEXPRS, "X": 1}}, "family 'conv1x1_gemm' has no constexpr 'X'"),
         (
             {"constexprs": {k: v for k, v in GEMM_CONSTEXPRS.items() if k != "GROUP_M"}},

@@ -158,7 +158,7 @@ def broadcast_shapes(rank: int, batch: int) -> list[tuple[tuple[int, ...], tuple
     """(x, y) shapes of rank ``rank`` (batch ``batch`` first when rank >= 2) that
     broadcast on every axis in turn, each operand once, plus a y of lower rank and
     one broadcast on every other axis (nothing to coalesce)."""
-    full = ((batch,) + ODD[1:rank]) if rank >= 2 else ODD[:1]
+    full = (batch, *ODD[1:rank]) if rank >= 2 else ODD[:1]
     pairs = []
     for axis in range(rank):
         reduced = tuple(1 if k == axis else d for k, d in enumerate(full))
@@ -199,17 +199,18 @@ def elementwise_cases(rng: np.random.Generator) -> list[Case]:
     # Ranks 1..6, broadcasting on every axis, batch 1 and 3.
     for rank in range(1, ELEMENTWISE_RANK + 1):
         for batch in (1, 3) if rank >= 2 else (1,):
-            for x_shape, y_shape in broadcast_shapes(rank, batch):
-                cases.append(elementwise_case("add", x_shape, y_shape, 64, rng))
+            for pair in broadcast_shapes(rank, batch):
+                cases.append(elementwise_case("add", *pair, 64, rng))
     # Every binary entry at rank 5 and 6, alternating broadcasts, with specials.
+    high: list[tuple[tuple[int, ...], tuple[int, ...]]] = [
+        ((3, 1, 3, 1, 5), (1, 5, 1, 7, 5)),
+        ((3, 1, 3, 1, 2, 1), (1, 5, 1, 7, 1, 5)),
+        ((1, 5, 3, 7, 2, 5), (3, 1, 1, 5)),
+    ]
     for entry in binary:
-        for x_shape, y_shape in (
-            ((3, 1, 3, 1, 5), (1, 5, 1, 7, 5)),
-            ((3, 1, 3, 1, 2, 1), (1, 5, 1, 7, 1, 5)),
-            ((1, 5, 3, 7, 2, 5), (3, 1, 1, 5)),
-        ):
-            cases.append(elementwise_case(entry.name, x_shape, y_shape, 128, rng))
-            cases.append(elementwise_case(entry.name, x_shape, y_shape, 128, rng, specials=True))
+        for pair in high:
+            cases.append(elementwise_case(entry.name, *pair, 128, rng))
+            cases.append(elementwise_case(entry.name, *pair, 128, rng, specials=True))
     # Every unary entry at rank 6 (and an odd rank 5 one) with NaN and infinities.
     for spelling in (*(e.name for e in unary), *optioned):
         cases.append(elementwise_case(spelling, (3, 5, 3, 7, 2, 5), None, 256, rng, specials=True))
@@ -438,3 +439,101 @@ def test_mutation_removes_exactly_the_store_mask() -> None:
         assert "mask=" not in store[: store.index(")")], family
         assert mutated.replace(" ", "").replace("\n", "") != text.replace(" ", "").replace("\n", "")
         compile(mutated, f"{family}_0.py", "exec")
+
+
+# ---------------------------------------------------------------- elementwise at rank 6
+
+
+def test_elementwise_cases_cover_every_rank_and_axis() -> None:
+    """Ranks 1..6 with each axis broadcast in turn, in either operand, batch 1
+    and 3; special values in cases that really produce NaN and infinities."""
+    mine = [case for case in CASES if case.family == "elementwise"]
+    shapes = {(case.args["x"].shape, case.args["y"].shape) for case in mine}
+    for rank in range(1, ELEMENTWISE_RANK + 1):
+        for batch in (1, 3) if rank >= 2 else (1,):
+            for pair in broadcast_shapes(rank, batch):
+                assert pair in shapes, pair
+    for rank in range(2, ELEMENTWISE_RANK + 1):
+        full = broadcast_shapes(rank, 3)[0][0]
+        for axis in range(rank):
+            reduced = tuple(1 if k == axis else d for k, d in enumerate(full))
+            assert (full, reduced) in shapes and (reduced, full) in shapes, (rank, axis)
+    specials = [case for case in mine if case.id.endswith("-specials")]
+    ops = {str(case.constexprs["OP"]) for case in specials}
+    assert ops >= {e.name for e in pointwise.TABLE if not e.options}
+    for case in specials:
+        (expected,) = case.expected.values()
+        assert np.isinf(case.args["x"]).any(), case.id
+        assert np.isnan(expected).any(), case.id
+        if case.constexprs["OP"] not in ("sigmoid", "tanh"):  # these saturate at +-inf
+            assert np.isinf(expected).any(), case.id
+        assert np.isfinite(expected).mean() > 0.5, case.id
+
+
+def _dropped_stride(axis: int) -> Callable[[str], str]:
+    """A kernel that forgets dimension ``axis`` of x."""
+
+    def mutate(text: str) -> str:
+        term = f"+ i{axis} * x_stride{axis}"
+        assert text.count(term) == 1
+        return text.replace(term, "")
+
+    return mutate
+
+
+@pytest.mark.parametrize("axis", [1, 4])
+def test_dropping_a_dimension_is_caught(axis: int, tmp_path: Path) -> None:
+    """The rank-6 cases are not vacuous: a kernel that ignores one dimension of x
+    gives wrong values."""
+    rng = np.random.default_rng(9)
+    case = elementwise_case("add", (3, 5, 3, 7, 2, 5), (5,), 128, rng)
+    results = run_harness([case], tmp_path, mutate=_dropped_stride(axis))
+    got = results[f"{case.id}/out"][case.pad : -case.pad].astype(np.float64)
+    with pytest.raises(AssertionError):
+        assert_close(got, case.expected["out"], case.tol)
+
+
+def _lowered_elementwise(text: str) -> list[Any]:
+    import teeny_ir
+    from dialects.kernel import LaunchOp
+
+    module = teeny_ir.parse_module(text)
+    teeny_ir.PassManager.parse("lower-graph-to-kernel").run(module)
+    return [op for op in module.walk() if isinstance(op, LaunchOp)]
+
+
+RANK6 = """\
+func.func @forward(%x: tensor<?x1x3x1x5x1xf32>, %y: tensor<2x1x4x1x3xf32>) -> tensor<?x2x3x4x5x3xf32> {
+  %z = graph.add %x, %y : (tensor<?x1x3x1x5x1xf32>, tensor<2x1x4x1x3xf32>) -> tensor<?x2x3x4x5x3xf32>
+  func.return %z : tensor<?x2x3x4x5x3xf32>
+}
+"""
+
+
+def test_rank_6_lowers_with_exact_footprints() -> None:
+    """A rank-6 broadcast lowers to one launch whose strides read each operand
+    numpy's way; the validator proves its footprints, and a stride that would
+    reach past an operand is refused."""
+    from dataclasses import replace
+
+    from teeny_ir.kernels import validator
+
+    (launch,) = _lowered_elementwise(RANK6)
+    bindings = dict(launch.arg_bindings)
+    assert [bindings[f"size{k}"] for k in range(1, 6)] == ["2", "3", "4", "5", "3"]
+    assert [bindings[f"x_stride{k}"] for k in range(6)] == ["15", "0", "5", "0", "1", "0"]
+    assert [bindings[f"y_stride{k}"] for k in range(6)] == ["0", "12", "0", "3", "0", "1"]
+    contract = launch.contract()
+    validator.validate(contract)
+    wrong = tuple((n, "6" if n == "x_stride2" else b) for n, b in contract.args)
+    with pytest.raises(validator.ContractError, match="x_stride2"):
+        validator.validate(replace(contract, args=wrong))
+
+
+def test_rank_7_is_refused() -> None:
+    import teeny_ir
+
+    t = "tensor<?x2x1x2x1x2x3xf32>"
+    text = f"func.func @forward(%x: {t}) -> {t} {{\n  %y = graph.relu %x : {t}\n  func.return %y : {t}\n}}\n"
+    with pytest.raises(teeny_ir.DiagnosticError, match="rank 7 exceeds the elementwise family's 6"):
+        _lowered_elementwise(text)

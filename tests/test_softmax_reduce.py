@@ -77,10 +77,7 @@ def graph_text(op: str, x_shape: tuple[int, ...]) -> str:
     if kind.startswith("reduce"):
         axes = [int(a) for a in options.split("[")[1].split("]")[0].split(",")]
         out = list(infer_reduce_shape(list(x_shape), axes, "keepdims" in options))
-        kept = 0 not in axes or "keepdims" not in options
-        out_dims: list[int | str] = ["?", *out[1:]] if 0 not in axes else list(out)
-        if not kept:
-            out_dims = list(out)
+        out_dims: list[int | str] = list(out) if 0 in axes else ["?", *out[1:]]
     else:
         out_dims = list(dims)
     source, result = _type(tuple(dims)), _type(tuple(out_dims))
@@ -202,26 +199,24 @@ def all_cases() -> list[Any]:
     for op in ("softmax", "log_softmax"):
         # Rows of every length along the last axis, in small chunks: many per row.
         for length in SOFTMAX_LENGTHS:
-            small = (2, 4) if length < 100 else (2, 256)
+            small = (2, 4) if length < 100 else (4, 512)
             cases.append(kernel_case(f"{op} axis 2", (3, 3, length), rng, blocks=small))
         cases.append(kernel_case(f"{op} axis 1", (1, 1000), rng))
         # Every axis of a 4-D tensor, batch 1 and 3, the lowering's own tiles.
-        for batch in (1, 3):
-            for axis in range(4):
-                cases.append(kernel_case(f"{op} axis {axis}", (batch, 5, 6, 7), rng))
-        cases.append(kernel_case(f"{op} axis 1", (3, 37, 2, 5), rng, blocks=(4, 8)))
+        for axis in range(4):
+            cases.append(kernel_case(f"{op} axis {axis}", (3, 5, 6, 7), rng))
+        cases.append(kernel_case(f"{op} axis {1 if op == 'softmax' else 0}", (1, 5, 6, 7), rng))
+        cases.append(kernel_case(f"{op} axis 1", (3, 37, 2, 5), rng, blocks=(8, 8)))
         cases.append(kernel_case(f"{op} axis 0", (3, 4, 5), rng, blocks=(8, 1), extra_programs=2))
         # Stability and special values.
         cases.append(kernel_case(f"{op} axis 2", (3, 4, 300), rng, blocks=(2, 64), kind="large"))
         cases.append(kernel_case(f"{op} axis 1", (3, 50, 6), rng, blocks=(4, 16), kind="large"))
-        cases.append(kernel_case(f"{op} axis 2", (3, 20, 9), rng, blocks=(4, 4), kind="specials"))
+        cases.append(kernel_case(f"{op} axis 2", (3, 20, 9), rng, blocks=(16, 4), kind="specials"))
         cases.append(kernel_case(f"{op} axis 0", (3, 5, 7), rng, kind="specials"))
         # Batch-strided views along every kind of axis.
         cases.append(kernel_case(f"{op} axis 2", (3, 3, 10), rng, blocks=(2, 4), x_view=(5, 1)))
         cases.append(kernel_case(f"{op} axis 1", (3, 3, 10), rng, y_view=(6, 2)))
-        cases.append(
-            kernel_case(f"{op} axis 0", (3, 3, 10), rng, x_view=(4, 1), y_view=(5, 2))
-        )
+        cases.append(kernel_case(f"{op} axis 0", (3, 3, 10), rng, x_view=(4, 1), y_view=(5, 2)))
         cases.append(
             kernel_case(
                 f"{op} axis 3",
@@ -235,19 +230,20 @@ def all_cases() -> list[Any]:
         )
     for mean in ("reduce_sum", "reduce_mean"):
         for length in SOFTMAX_LENGTHS:
-            small = (2, 4) if length < 100 else (2, 256)
+            small = (2, 4) if length < 100 else (4, 512)
             cases.append(kernel_case(f"{mean} axes [2]", (3, 3, length), rng, blocks=small))
-        for batch in (1, 3):
-            for axes in ("[1]", "[2, 3] keepdims", "[0]", "[0, 1] keepdims", "[0, 2]", "[3]"):
-                cases.append(kernel_case(f"{mean} axes {axes}", (batch, 5, 6, 7), rng))
+        for axes in ("[1]", "[2, 3] keepdims", "[0]", "[0, 1] keepdims", "[0, 2]", "[3]"):
+            cases.append(kernel_case(f"{mean} axes {axes}", (3, 5, 6, 7), rng))
+        cases.append(kernel_case(f"{mean} axes [2, 3] keepdims", (1, 5, 6, 7), rng))
+        cases.append(kernel_case(f"{mean} axes [0, 2]", (1, 5, 6, 7), rng))
         cases += [
             kernel_case(f"{mean} axes [1, 2]", (3, 9, 11, 2), rng, blocks=(2, 8)),
             kernel_case(f"{mean} axes [0, 1, 2, 3]", (3, 5, 6, 7), rng, blocks=(1, 16)),
             kernel_case(f"{mean} axes [1, 3]", (3, 4, 1, 6), rng),  # a size-1 axis between
             kernel_case(f"{mean} axes [2]", (3, 4, 1, 6), rng),  # only a size-1 axis
-            kernel_case(f"{mean} axes [1]", (2, 4099), rng, blocks=(1, 128), extra_programs=2),
-            kernel_case(f"{mean} axes [2]", (3, 20, 30), rng, blocks=(4, 8), kind="large"),
-            kernel_case(f"{mean} axes [2]", (3, 20, 30), rng, blocks=(4, 8), kind="specials"),
+            kernel_case(f"{mean} axes [1]", (2, 4099), rng, blocks=(1, 512), extra_programs=2),
+            kernel_case(f"{mean} axes [2]", (3, 20, 30), rng, blocks=(16, 8), kind="large"),
+            kernel_case(f"{mean} axes [2]", (3, 20, 30), rng, blocks=(16, 8), kind="specials"),
             kernel_case(f"{mean} axes [0, 2]", (3, 8, 5), rng, kind="specials"),
             kernel_case(f"{mean} axes [2]", (3, 3, 10), rng, blocks=(2, 4), x_view=(5, 1)),
             kernel_case(f"{mean} axes [2, 3] keepdims", (3, 3, 4, 5), rng, y_view=(7, 3)),
@@ -255,7 +251,7 @@ def all_cases() -> list[Any]:
                 f"{mean} axes [3]", (3, 3, 4, 5), rng, blocks=(4, 2), x_view=(4, 1), y_view=(6, 2)
             ),
             kernel_case(f"{mean} axes [0, 2]", (3, 3, 10), rng, blocks=(2, 4), x_view=(6, 2)),
-            kernel_case(f"{mean} axes [1]", (3, 3, 10), rng, x_view=(4, 0), y_view=(1, 0)),
+            kernel_case(f"{mean} axes [1]", (3, 3, 10), rng, x_view=(4, 0), y_view=(12, 1)),
         ]
     emitted = {case.num_warps for case in cases}
     for warps in sorted({1, 2, 4, 8} - emitted):
@@ -270,29 +266,26 @@ def all_cases() -> list[Any]:
                 num_warps=warps,
             ),
             kernel_case("reduce_mean axes [0, 2]", (3, 7, 300), rng, num_warps=warps),
-            kernel_case(
-                "reduce_sum axes [2]", (3, 3, 4099), rng, blocks=(2, 512), num_warps=warps
-            ),
+            kernel_case("reduce_sum axes [2]", (3, 3, 4099), rng, blocks=(2, 512), num_warps=warps),
         ]
     return cases
 
 
 def mutants() -> dict[str, Any]:
-    """Cases run on mutated kernels: without the load mask, a row reads the NaN
-    past its end; addressing images as contiguous reads the NaN between a strided
+    """Cases run on mutated kernels: with a load mask that keeps only the rows in
+    range, the last row reads the NaN past the tensor's end; addressing images as contiguous reads the NaN between a strided
     input's images."""
     rng = np.random.default_rng(8)
-    softmax_mask = ("mask=mask, other=float(\"-inf\"))", "other=float(\"-inf\"))")
-    reduce_mask = ("mask=mask, other=0.0)", "other=0.0)")
+    row_only = ("x + offsets, mask=mask,", "x + offsets, mask=row_mask[:, None],")
     contiguous = ("x_image += x_batch_stride", "x_image += OUTER * R * INNER")
     found = {
         "softmax-no-load-mask": (
             kernel_case("softmax axis 2", (3, 4, 10), rng, blocks=(2, 4)),
-            softmax_mask,
+            row_only,
         ),
         "reduce-no-load-mask": (
             kernel_case("reduce_sum axes [2]", (3, 4, 10), rng, blocks=(2, 4)),
-            reduce_mask,
+            row_only,
         ),
         "reduce-strided-batch-read-contiguous": (
             kernel_case("reduce_sum axes [0, 2]", (3, 4, 10), rng, x_view=(6, 1)),
@@ -312,7 +305,10 @@ MUTANTS = mutants()
 @pytest.fixture(scope="module")
 def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
     """The cases and the mutants, in one interpreter process."""
-    return copies.run_harness([*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("rows"))
+    found: dict[str, np.ndarray] = copies.run_harness(
+        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("rows")
+    )
+    return found
 
 
 def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
@@ -360,7 +356,7 @@ def test_special_cases_are_not_vacuous() -> None:
     for family in ("softmax", "reduce"):
         wants = [c.expected["y"] for c in CASES if c.family == family and "-specials" in c.id]
         values = np.concatenate([w.ravel() for w in wants])
-        assert np.isnan(values).any() and np.isfinite(values).sum() > values.size // 4, family
+        assert np.isnan(values).any() and np.isfinite(values).sum() >= 5, family
         if family == "reduce":
             assert np.isposinf(values).any() and np.isneginf(values).any()
         else:
@@ -379,7 +375,16 @@ def test_cases_cover_the_brief() -> None:
             ), (family, pointer)
         lengths = {dict(case.args)["R"] * dict(case.args)["RB"] for case in mine}
         assert lengths >= set(SOFTMAX_LENGTHS), family
-    for word in ("axis0", "axis1", "axis2", "axis3", "axes[0_2]", "keepdims", "-large", "-specials"):
+    for word in (
+        "axis0",
+        "axis1",
+        "axis2",
+        "axis3",
+        "axes[0_2]",
+        "keepdims",
+        "-large",
+        "-specials",
+    ):
         assert word in ids, word
 
 
@@ -399,7 +404,7 @@ def test_row_tiles(extent: int, blocks: tuple[int, int]) -> None:
 def test_lowered_dims() -> None:
     """The row view of each kind of reduction, as the lowering binds it."""
     expected = {
-        "softmax axis 2": ("B", "1", "5", "6", "7", "1"),
+        "softmax axis 2": ("B", "1", "5", "6", "7", None),
         "softmax axis 0": ("1", "B", "210", "1", "1", None),
         "reduce_sum axes [1, 2]": ("B", "1", "1", "30", "7", "7"),
         "reduce_mean axes [0, 2] keepdims": ("1", "B", "5", "6", "7", "35"),
@@ -433,10 +438,10 @@ def test_non_contiguous_axes_are_refused_with_the_limit() -> None:
 
 def test_the_validator_holds_the_dims_to_the_shapes() -> None:
     for op, name, wrong, message in (
-        ("softmax axis 2", "R", "7", "argument 'R' = '7' is 7"),
-        ("softmax axis 2", "INNER", "2", "argument 'INNER'"),
-        ("reduce_sum axes [2]", "Y_IMAGE", "8", "argument 'Y_IMAGE' = '8' is 8"),
-        ("reduce_sum axes [0, 2]", "RB", "1", "argument 'RB'"),
+        ("softmax axis 2", "R", "7", "but the bound tensors .* imply"),
+        ("softmax axis 2", "INNER", "2", "but the bound tensors .* imply"),
+        ("reduce_sum axes [2]", "Y_IMAGE", "8", "argument 'Y_IMAGE' = '8' is 8 .* imply 35"),
+        ("reduce_sum axes [0, 2]", "RB", "1", "but the bound tensors .* imply"),
     ):
         _, launch = lowered(op, (2, 5, 6, 7))
         contract = launch.contract()
@@ -464,13 +469,15 @@ def test_the_validator_holds_the_stride_dims_to_the_layouts(op: str) -> None:
 
 ARCHS = (80, 90)
 VARIANTS = [
-    ("softmax", {"LOG": 0}, 4),
-    ("softmax", {"LOG": 1}, 4),
-    ("reduce", {"MEAN": 0}, 4),
-    ("reduce", {"MEAN": 1}, 4),
-    *(("softmax", {"LOG": 1}, warps) for warps in (1, 2, 8)),
-    *(("reduce", {"MEAN": 1}, warps) for warps in (1, 2, 8)),
+    (family, {flag: value}, tiles.NUM_WARPS, arch)
+    for family, flag in (("softmax", "LOG"), ("reduce", "MEAN"))
+    for value in (0, 1)
+    for arch in ARCHS
 ]
+VARIANTS += [("softmax", {"LOG": 1}, 8, 90), ("reduce", {"MEAN": 1}, 8, 80)]
+"""Every variant the lowerings emit (4 warps, 1 stage; the long-row tiles) for
+both targets; 8 warps (the most threads any test runs) once per family. The
+interpreter cases run every family at 1, 2, 4 and 8 warps."""
 
 
 @pytest.fixture(scope="module")
@@ -484,8 +491,7 @@ def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         os.environ["TRITON_CACHE_DIR"] = saved
 
 
-@pytest.mark.parametrize("arch", ARCHS)
-@pytest.mark.parametrize(("family_name", "flag", "warps"), VARIANTS)
+@pytest.mark.parametrize(("family_name", "flag", "warps", "arch"), VARIANTS)
 def test_compiles_ahead_of_time(
     family_name: str,
     flag: dict[str, int],
@@ -494,8 +500,7 @@ def test_compiles_ahead_of_time(
     tmp_path: Path,
     triton_cache: None,
 ) -> None:
-    """The lowering's tiles for long rows (2 x 1024) at 4 warps, and every other
-    num_warps."""
+    """The lowering's tiles for long rows (2 x 1024)."""
     block_rows, block_r = tiles.row_tiles(4099)
     constexprs: dict[str, int | str] = {**flag, "BLOCK_ROWS": block_rows, "BLOCK_R": block_r}
     family = FAMILIES[family_name]
@@ -516,7 +521,7 @@ def test_compiles_ahead_of_time(
 
 E2E = """\
 func.func @forward(%x: tensor<?x6x5x7xf32>) -> (tensor<?x3x5x7xf32>, tensor<?x6x5x7xf32>,
-    tensor<?x12x5x1xf32>, tensor<1x6x1x7xf32>, tensor<?xf32>) {
+    tensor<?x12x5x1xf32>, tensor<1x6x1x7xf32>, tensor<?xf32>, tensor<f32>) {
   %a, %b = graph.split %x axis 1 sizes [3, 3]
       : (tensor<?x6x5x7xf32>) -> (tensor<?x3x5x7xf32>, tensor<?x3x5x7xf32>)
   %p = graph.softmax %b axis 3 : (tensor<?x3x5x7xf32>) -> tensor<?x3x5x7xf32>
@@ -527,13 +532,15 @@ func.func @forward(%x: tensor<?x6x5x7xf32>) -> (tensor<?x3x5x7xf32>, tensor<?x6x
       : (tensor<?x6x5x1xf32>, tensor<?x6x5x1xf32>) -> tensor<?x12x5x1xf32>
   %g = graph.reduce_mean %x axes [0, 2] keepdims : (tensor<?x6x5x7xf32>) -> tensor<1x6x1x7xf32>
   %t = graph.reduce_sum %p axes [1, 2, 3] : (tensor<?x3x5x7xf32>) -> tensor<?xf32>
-  func.return %p, %l, %c, %g, %t : tensor<?x3x5x7xf32>, tensor<?x6x5x7xf32>,
-      tensor<?x12x5x1xf32>, tensor<1x6x1x7xf32>, tensor<?xf32>
+  %z = graph.reduce_mean %x axes [0, 1, 2, 3] : (tensor<?x6x5x7xf32>) -> tensor<f32>
+  func.return %p, %l, %c, %g, %t, %z : tensor<?x3x5x7xf32>, tensor<?x6x5x7xf32>,
+      tensor<?x12x5x1xf32>, tensor<1x6x1x7xf32>, tensor<?xf32>, tensor<f32>
 }
 """
 """A split part read by a softmax (a batch-strided input), two reductions written
 in place into a concat (batch-strided outputs), a reduction over the batch and
-the other axes, and a softmax's rows summed (to 1 each)."""
+the other axes, a softmax's rows summed (to 1 each), and the mean of everything
+(a scalar)."""
 
 
 def test_end_to_end_matches_the_reference(tmp_path: Path) -> None:
@@ -541,16 +548,18 @@ def test_end_to_end_matches_the_reference(tmp_path: Path) -> None:
     out = tmp_path / "out"
     teeny_ir.PassManager.parse(f"teeny-inference,emit-triton{{out-dir={out}}}").run(kernels)
     launches = [o for o in kernels.walk() if isinstance(o, LaunchOp)]
-    assert sorted(o.family for o in launches) == ["reduce"] * 4 + ["softmax"] * 2
+    assert sorted(o.family for o in launches) == ["reduce"] * 5 + ["softmax"] * 2
+    assert [o.name for o in kernels.walk()].count("kernel.concat") == 1
+    assert "kernel.slice" in [o.name for o in kernels.walk()]
     bindings = [dict(o.arg_bindings) for o in launches]
     assert any(b["x_batch_stride"] == str(6 * 5 * 7) and b["R"] == "7" for b in bindings)
     assert sum(b["y_batch_stride"] == str(12 * 5) for b in bindings) == 2
     executable = runtime.load(out)
-    rng = np.random.default_rng(0)
-    for batch in (1, 3):
-        x = (rng.standard_normal((batch, 6, 5, 7)) * 4).astype(np.float32)
-        got = executable.run([x], {})
-        want = reference.run(teeny_ir.parse_module(E2E), {}, [x])
-        assert [g.shape for g in got] == [w.shape for w in want]
-        assert_close(got, want, REDUCTION_TOL)
-        np.testing.assert_allclose(got[4], 5 * 3 * np.ones(batch), rtol=1e-5)
+    # One batch: each run starts an interpreter worker; the kernel cases run batch 1 and 3.
+    batch = 3
+    x = (np.random.default_rng(0).standard_normal((batch, 6, 5, 7)) * 4).astype(np.float32)
+    got = executable.run([x], {})
+    want = reference.run(teeny_ir.parse_module(E2E), {}, [x])
+    assert [g.shape for g in got] == [w.shape for w in want]
+    assert_close(got, want, REDUCTION_TOL)
+    np.testing.assert_allclose(got[4], 5 * 3 * np.ones(batch), rtol=1e-5)

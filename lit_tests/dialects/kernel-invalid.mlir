@@ -44,8 +44,8 @@ func.func @weight_not_a_tensor() {
 // -----
 
 func.func @unknown_family(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
-  // expected-error@+1 {{unknown kernel family 'softmax' (known: }}
-  %y = kernel.launch "softmax" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  // expected-error@+1 {{unknown kernel family 'no_such_family' (known: }}
+  %y = kernel.launch "no_such_family" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 

@@ -179,3 +179,35 @@ func.func @residual_in_training_mode(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4x
   %z = graph.add %y, %x : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %z : tensor<?x4x4x4xf32>
 }
+
+// -----
+
+// A linear layer's result with two users: nothing fuses.
+func.func @linear_result_two_users(%x: tensor<?x4xf32>) -> (tensor<?x3xf32>, tensor<?x3xf32>) {
+  %w = graph.param "w" : tensor<3x4xf32>
+  %l = graph.linear %x, %w : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x3xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.linear result has 2 uses
+  // expected-remark@+1 {{not fused: the graph.linear result has 2 uses}}
+  %y = graph.relu %l : tensor<?x3xf32>
+  func.return %l, %y : tensor<?x3xf32>, tensor<?x3xf32>
+}
+
+// -----
+
+// A bias_add after a linear that already has a bias, and one after a rank-3
+// linear (bias_add adds along dimension 1): the activation is not reached.
+func.func @linear_bias_add_blocked(%x: tensor<?x4xf32>, %v: tensor<?x3x4xf32>) -> (tensor<?x3xf32>, tensor<?x3x3xf32>) {
+  %w = graph.param "w" : tensor<3x4xf32>
+  %b = graph.param "b" : tensor<3xf32>
+  %l = graph.linear %x, %w, %b : (tensor<?x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the linear layer already has a bias
+  // expected-remark@+1 {{not fused: the linear layer already has a bias}}
+  %a = graph.bias_add %l, %b : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  %y = graph.relu %a : tensor<?x3xf32>
+  %m = graph.linear %v, %w : (tensor<?x3x4xf32>, tensor<3x4xf32>) -> tensor<?x3x3xf32>
+  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: graph.bias_add adds along dimension 1, not the output features of a linear layer of rank > 2
+  // expected-remark@+1 {{not fused: graph.bias_add adds along dimension 1, not the output features of a linear layer of rank > 2}}
+  %c = graph.bias_add %m, %b : (tensor<?x3x3xf32>, tensor<3xf32>) -> tensor<?x3x3xf32>
+  %z = graph.relu %c : tensor<?x3x3xf32>
+  func.return %y, %z : tensor<?x3xf32>, tensor<?x3x3xf32>
+}

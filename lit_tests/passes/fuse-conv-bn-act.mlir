@@ -298,3 +298,45 @@ func.func @detect_head_convs(%x: tensor<?x4x4x4xf32>) -> tensor<?x6x4x4xf32> {
   %y1 = graph.bias_add %c1, %b1 : (tensor<?x6x4x4xf32>, tensor<6xf32>) -> tensor<?x6x4x4xf32>
   func.return %y1 : tensor<?x6x4x4xf32>
 }
+
+// -----
+
+// LeNet's fully connected layers: linear + relu fuses into one graph.linear
+// carrying the activation (in either mode); the last linear, with nothing after
+// it, stays as it is. The fused op's location names both sources.
+// CHECK-LABEL: func.func @linear_relu
+// CHECK:         %[[H:.*]] = graph.linear %{{.*}}, %{{.*}}, %{{.*}} activation relu : (tensor<?x400xf32>, tensor<120x400xf32>, tensor<120xf32>) -> tensor<?x120xf32>
+// CHECK-NEXT:    %[[W3:.*]] = graph.param "fc3.weight"
+// CHECK-NEXT:    %[[Y:.*]] = graph.linear %[[H]], %[[W3]] : (tensor<?x120xf32>, tensor<10x120xf32>) -> tensor<?x10xf32>
+// CHECK-NEXT:    func.return %[[Y]]
+func.func @linear_relu(%x: tensor<?x400xf32>) -> tensor<?x10xf32> {
+  %w = graph.param "fc1.weight" : tensor<120x400xf32>
+  %b = graph.param "fc1.bias" : tensor<120xf32>
+  %l = graph.linear %x, %w, %b : (tensor<?x400xf32>, tensor<120x400xf32>, tensor<120xf32>) -> tensor<?x120xf32>
+  %h = graph.relu %l : tensor<?x120xf32>
+  %w3 = graph.param "fc3.weight" : tensor<10x120xf32>
+  %y = graph.linear %h, %w3 : (tensor<?x120xf32>, tensor<10x120xf32>) -> tensor<?x10xf32>
+  func.return %y : tensor<?x10xf32>
+}
+
+// -----
+
+// A bias-less rank-2 linear absorbs a graph.bias_add of a graph.param as its
+// bias operand, then the activation; the rank-3 one takes only the activation.
+// CHECK-LABEL: func.func @linear_bias_add_sigmoid
+// CHECK-SAME:    (%[[X:.*]]: tensor<?x16xf32>, %[[V:.*]]: tensor<?x3x16xf32>)
+// CHECK:         %[[W:.*]] = graph.param "w"
+// CHECK-NEXT:    %[[B:.*]] = graph.param "b"
+// CHECK-NEXT:    %[[Y:.*]] = graph.linear %[[X]], %[[W]], %[[B]] activation sigmoid : (tensor<?x16xf32>, tensor<8x16xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+// CHECK-NEXT:    %[[Z:.*]] = graph.linear %[[V]], %[[W]] activation tanh : (tensor<?x3x16xf32>, tensor<8x16xf32>) -> tensor<?x3x8xf32>
+// CHECK-NEXT:    func.return %[[Y]], %[[Z]]
+func.func @linear_bias_add_sigmoid(%x: tensor<?x16xf32>, %v: tensor<?x3x16xf32>) -> (tensor<?x8xf32>, tensor<?x3x8xf32>) {
+  %w = graph.param "w" : tensor<8x16xf32>
+  %b = graph.param "b" : tensor<8xf32>
+  %l = graph.linear %x, %w : (tensor<?x16xf32>, tensor<8x16xf32>) -> tensor<?x8xf32>
+  %a = graph.bias_add %l, %b : (tensor<?x8xf32>, tensor<8xf32>) -> tensor<?x8xf32>
+  %y = graph.sigmoid %a : tensor<?x8xf32>
+  %m = graph.linear %v, %w : (tensor<?x3x16xf32>, tensor<8x16xf32>) -> tensor<?x3x8xf32>
+  %z = graph.tanh %m : tensor<?x3x8xf32>
+  func.return %y, %z : tensor<?x8xf32>, tensor<?x3x8xf32>
+}

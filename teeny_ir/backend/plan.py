@@ -613,8 +613,19 @@ def launch_contract(
         tuple(launch.grid),
         launch.num_warps,
         launch.num_stages,
-        tuple(sorted((v.name, v.batch_stride) for v in plan.views if v.name in bound)),
+        tuple(
+            sorted(
+                (v.name, v.batch_stride)
+                for v in plan.views
+                if v.name in bound and not _contiguous(v)
+            )
+        ),
     )
+
+
+def _contiguous(view: ViewSpec) -> bool:
+    """A view whose images are back to back (a reshape of a contiguous tensor)."""
+    return view.batch_stride == _static_image(view.shape)
 
 
 def check_at_batch(plan: Plan, batch: int) -> None:

@@ -174,6 +174,16 @@ def _rebind_strides(launch: LaunchOp, reference: str, stride: int) -> None:
     )
 
 
+def _rebind_users(value: SSAValue, stride: int) -> None:
+    """Rebind the stride dims of the launches reading ``value`` and restride the
+    views of it (whose images move with it)."""
+    for use in list(value.uses):
+        if isinstance(use.operation, LaunchOp):
+            _rebind_strides(use.operation, f"in{use.index}", stride)
+        elif isinstance(use.operation, SliceOp | ReshapeOp):
+            _restride(use.operation.result, stride)
+
+
 def _restride(value: SSAValue, stride: int) -> SSAValue:
     """Give ``value`` the batch stride ``stride``, rebinding its producer's and
     consumers' stride dims (and restriding the slices of it)."""
@@ -181,11 +191,7 @@ def _restride(value: SSAValue, stride: int) -> SSAValue:
     new = Rewriter.replace_value_with_new_type(value, with_batch_stride(value.type, stride))
     if isinstance(new, OpResult) and isinstance(new.op, LaunchOp):
         _rebind_strides(new.op, f"out{new.index}", stride)
-    for use in list(new.uses):
-        if isinstance(use.operation, LaunchOp):
-            _rebind_strides(use.operation, f"in{use.index}", stride)
-        elif isinstance(use.operation, SliceOp | ReshapeOp):
-            _restride(use.operation.result, stride)
+    _rebind_users(new, stride)
     return new
 
 
@@ -210,9 +216,7 @@ def _split_to_slices(launch: LaunchOp) -> bool:
         view.location = launch.location
         block.insert_op_before(view, launch)
         part.replace_all_uses_with(view.result)
-        for use in list(view.result.uses):
-            if isinstance(use.operation, LaunchOp):
-                _rebind_strides(use.operation, f"in{use.index}", stride)
+        _rebind_users(view.result, stride)
         start += part.type.get_shape()[1]
     block.erase_op(launch)
     return True

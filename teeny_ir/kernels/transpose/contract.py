@@ -39,9 +39,7 @@ def padded(shape: Sequence[int]) -> tuple[int, ...]:
     return tuple(shape) + (1,) * (MAX_RANK - len(shape))
 
 
-def dims_for(
-    source: Sequence[int], perm: Sequence[int]
-) -> dict[str, int | None]:
+def dims_for(source: Sequence[int], perm: Sequence[int]) -> dict[str, int | None]:
     """The dims of a transpose of a contiguous ``source`` by ``perm`` (None: a
     stride of an output axis of extent 1, whose index is always 0)."""
     strides = contiguous_strides(source)
@@ -52,14 +50,15 @@ def dims_for(
     }
     dims |= {f"size{k}": out[k] for k in DIMS[1:]}
     dims |= {
-        f"x_stride{k}": strides[perm[k]] if k < len(perm) and out[k] != 1 else None
-        for k in DIMS
+        f"x_stride{k}": strides[perm[k]] if k < len(perm) and out[k] != 1 else None for k in DIMS
     }
     return dims
 
 
 @functools.lru_cache(maxsize=1024)
-def _implied(x: tuple[int, ...], y: tuple[int, ...]) -> tuple[tuple[tuple[str, int | None], ...], ...]:
+def _implied(
+    x: tuple[int, ...], y: tuple[int, ...]
+) -> tuple[tuple[tuple[str, int | None], ...], ...]:
     if len(x) != len(y) or not 1 <= len(x) <= MAX_RANK or sorted(x) != sorted(y):
         return ()
     found: list[tuple[tuple[str, int | None], ...]] = []
