@@ -3,6 +3,8 @@ Conv+BN fusion, JSON round trips, source checks, and malformed derivations."""
 
 from __future__ import annotations
 
+import math
+
 import re
 from typing import Any
 
@@ -167,16 +169,24 @@ def test_json_round_trip_any(
         "identity": ("w",),
         "reshape": ("w",),
         "fill": (),
+        "literal": (),
         "bn_scale": ("g", "v"),
         "bn_shift": ("g", "b", "m", "v", "c") if bias else ("g", "b", "m", "v"),
     }[kind]
     bn = kind in ("bn_scale", "bn_shift")
+    if kind == "literal":  # the plan holds f32 bits: the values are f32 ones
+        shape = shape[:2]
+        as_f32 = float(np.float32(value)) if abs(value) < 3e38 else 1.0
+        values = tuple(as_f32 * (i % 3 - 1) for i in range(math.prod(shape)))
+    else:
+        values = ()
     d = Derivation(
         kind,  # type: ignore[arg-type]
         sources,
         tuple(shape),
         eps=eps if bn else 0.0,
         value=value if kind == "fill" else 0.0,
+        values=values,
     )
     assert Derivation.from_json(d.to_json()) == d
 

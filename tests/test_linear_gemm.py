@@ -101,9 +101,7 @@ def test_collapse_batch() -> None:
     # No batch at all, and a dynamic M of a rank-2 lhs: no groups.
     assert collapse_batch((DYN, 19), (19, 7), (DYN, 7)) == []
     # A rank-2 rhs multiplies every matrix of lhs: lhs dims merge, rhs stride 0.
-    assert collapse_batch((DYN, 4, 8, 16), (16, 5), (DYN, 4, 8, 5)) == [
-        BatchGroup(4, True, 128, 0)
-    ]
+    assert collapse_batch((DYN, 4, 8, 16), (16, 5), (DYN, 4, 8, 5)) == [BatchGroup(4, True, 128, 0)]
     # The dynamic batch against a static one: two groups.
     assert collapse_batch((DYN, 4, 8, 16), (4, 16, 5), (DYN, 4, 8, 5)) == [
         BatchGroup(1, True, 512, 0),
@@ -627,3 +625,59 @@ def test_lenet_end_to_end(batch: int, tmp_path: Path) -> None:
     (want,) = reference.run(graph, weights, [x])
     assert got.shape == want.shape == (batch, 10)
     assert_close(got.astype(np.float64), want, REDUCTION_TOL)
+
+
+def test_unlowerable_linear_and_matmul_are_located_errors() -> None:
+    text = """\
+func.func @forward(%x: tensor<3x1x2x6x4xf32>, %y: tensor<1x5x1x4x2xf32>, %v: tensor<?x4xf32>, %w: tensor<3x4xf32>) -> (tensor<3x5x2x6x2xf32>, tensor<?x3xf32>) {
+  %m = graph.matmul %x, %y : (tensor<3x1x2x6x4xf32>, tensor<1x5x1x4x2xf32>) -> tensor<3x5x2x6x2xf32>
+  %l = graph.linear %v, %w : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x3xf32>
+  func.return %m, %l : tensor<3x5x2x6x2xf32>, tensor<?x3xf32>
+}
+"""
+    module = teeny_ir.parse_module(text, filename="bad.mlir")
+    with pytest.raises(teeny_ir.DiagnosticError) as caught:
+        teeny_ir.PassManager.parse("lower-graph-to-kernel").run(module)
+    message = str(caught.value)
+    assert (
+        "bad.mlir:2:8: error: cannot lower 'graph.matmul' to a kernel: its batch dimensions "
+        "broadcast in 3 separate groups (the matmul kernel addresses at most 2)" in message
+    )
+    assert (
+        "bad.mlir:3:8: error: cannot lower 'graph.linear' to a kernel: "
+        "its weight is not a graph.param" in message
+    )
+
+
+VIEWS_GRAPH = """\
+func.func @forward(%x: tensor<?x8xf32>) -> tensor<?x10xf32> {
+  %w1 = graph.param "w1" : tensor<4x3xf32>
+  %w2 = graph.param "w2" : tensor<6x5xf32>
+  %w3 = graph.param "w3" : tensor<10x10xf32>
+  %a, %b = graph.split %x axis 1 sizes [3, 5] : (tensor<?x8xf32>) -> (tensor<?x3xf32>, tensor<?x5xf32>)
+  %p = graph.linear %a, %w1 : (tensor<?x3xf32>, tensor<4x3xf32>) -> tensor<?x4xf32>
+  %pr = graph.relu %p : tensor<?x4xf32>
+  %q = graph.linear %b, %w2 : (tensor<?x5xf32>, tensor<6x5xf32>) -> tensor<?x6xf32>
+  %c = graph.concat %pr, %q axis 1 : (tensor<?x4xf32>, tensor<?x6xf32>) -> tensor<?x10xf32>
+  %y = graph.linear %c, %w3 : (tensor<?x10xf32>, tensor<10x10xf32>) -> tensor<?x10xf32>
+  func.return %y : tensor<?x10xf32>
+}
+"""
+
+
+def test_linear_reads_and_writes_views_end_to_end(tmp_path: Path) -> None:
+    """The split's parts are views (x_batch_stride 8) and the first two linears
+    write straight into the concat's buffer (y_batch_stride 10): no copies."""
+    rng = np.random.default_rng(6)
+    weights = {
+        "w1": rng.standard_normal((4, 3)).astype(np.float32),
+        "w2": rng.standard_normal((6, 5)).astype(np.float32),
+        "w3": (rng.standard_normal((10, 10)) / 3).astype(np.float32),
+    }
+    out = tmp_path / "views"
+    families = _run_graph(VIEWS_GRAPH, weights, [(8,)], out)
+    assert families == ["linear"] * 3
+    plan = json.loads((out / "plan.json").read_text())
+    strides = [[a.get("expr") for a in launch["args"][-2:]] for launch in plan["launches"]]
+    assert strides == [["8", "10"], ["8", "10"], ["10", "10"]]
+    assert len(plan["views"]) == 4

@@ -112,8 +112,12 @@ def write_fixture(directory: Path) -> Plan:
                 1,
                 (
                     *(t(name) for name in ("t0", "in1", "t1")),
-                    *(e(x) for x in (f"B * {C_OUT * M}", str(C_OUT), str(H), str(W))),
-                    *(e(str(x)) for x in (C_OUT * M, M, W, 1, C_OUT * W, W, 0, 1)),
+                    *(e(x) for x in (f"B * {C_OUT * M}", "1", "B", str(C_OUT), str(H), str(W))),
+                    # Rank 6: the two leading strides are each operand's element count.
+                    *(e(f"B * {C_OUT * M}") for _ in range(2)),
+                    *(e(str(x)) for x in (C_OUT * M, M, W, 1)),
+                    *(e(f"B * {C_OUT * W}") for _ in range(2)),
+                    *(e(str(x)) for x in (C_OUT * W, W, 0, 1)),
                 ),
                 (SourceSpec("graph.add", "m.mlir:5:8"),),
             ),

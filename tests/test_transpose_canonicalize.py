@@ -342,11 +342,15 @@ def test_the_validator_holds_the_strides_to_the_permutation() -> None:
 # ---------------------------------------------------------------- end to end
 
 END_TO_END = """func.func @forward(%x: tensor<?x6x5x7xf32>)
-    -> (tensor<?x7x6x5xf32>, tensor<?x5x4x7xf32>, tensor<?x1x6x5x7xf32>, tensor<?x7x2x1x3x5x2xf32>) {
+    -> (tensor<?x7x6x5xf32>, tensor<?x5x4x7xf32>, tensor<?x1x6x5x7xf32>,
+        tensor<?x7x2x1x3x5x2xf32>, tensor<?x7x5x4x1xf32>) {
   %y = graph.transpose %x perm [0, 3, 1, 2] : (tensor<?x6x5x7xf32>) -> tensor<?x7x6x5xf32>
   %a, %b = graph.split %x axis 1 sizes [2, 4]
       : (tensor<?x6x5x7xf32>) -> (tensor<?x2x5x7xf32>, tensor<?x4x5x7xf32>)
   %t = graph.transpose %b perm [0, 2, 1, 3] : (tensor<?x4x5x7xf32>) -> tensor<?x5x4x7xf32>
+  %b5 = graph.reshape %b shape [0, 4, 1, 5, 7] : (tensor<?x4x5x7xf32>) -> tensor<?x4x1x5x7xf32>
+  %bv = graph.transpose %b5 perm [0, 2, 1, 3, 4] : (tensor<?x4x1x5x7xf32>) -> tensor<?x1x4x5x7xf32>
+  %bt = graph.transpose %bv perm [0, 4, 3, 2, 1] : (tensor<?x1x4x5x7xf32>) -> tensor<?x7x5x4x1xf32>
   %r = graph.reshape %x shape [0, 6, 1, 5, 7] : (tensor<?x6x5x7xf32>) -> tensor<?x6x1x5x7xf32>
   %v = graph.transpose %r perm [0, 2, 1, 3, 4] : (tensor<?x6x1x5x7xf32>) -> tensor<?x1x6x5x7xf32>
   %s = graph.silu %x : tensor<?x6x5x7xf32>
@@ -354,7 +358,8 @@ END_TO_END = """func.func @forward(%x: tensor<?x6x5x7xf32>)
   %w = graph.transpose %u perm [0, 5, 1, 4, 2, 3] : (tensor<?x2x3x5x1x7xf32>) -> tensor<?x7x2x1x3x5xf32>
   %c = graph.concat %w, %w axis 5 : (tensor<?x7x2x1x3x5xf32>, tensor<?x7x2x1x3x5xf32>) -> tensor<?x7x2x1x3x10xf32>
   %z = graph.reshape %c shape [0, 7, 2, 1, 3, 5, 2] : (tensor<?x7x2x1x3x10xf32>) -> tensor<?x7x2x1x3x5x2xf32>
-  func.return %y, %t, %v, %z : tensor<?x7x6x5xf32>, tensor<?x5x4x7xf32>, tensor<?x1x6x5x7xf32>, tensor<?x7x2x1x3x5x2xf32>
+  func.return %y, %t, %v, %z, %bt : tensor<?x7x6x5xf32>, tensor<?x5x4x7xf32>, tensor<?x1x6x5x7xf32>,
+      tensor<?x7x2x1x3x5x2xf32>, tensor<?x7x5x4x1xf32>
 }
 """
 
@@ -364,12 +369,19 @@ def test_end_to_end(tmp_path: Path, batch: int) -> None:
     module = teeny_ir.parse_module(END_TO_END)
     out_dir = tmp_path / "plan"
     teeny_ir.PassManager.parse(f"teeny-inference,emit-triton{{out-dir={out_dir}}}").run(module)
-    families = [op.family for op in _ops(module, LaunchOp)]
-    assert families.count("transpose") == 3, families
+    transposes = [op for op in _ops(module, LaunchOp) if op.family == "transpose"]
+    assert len(transposes) == 4
+    # The split is views: two launches read its second part through its batch stride.
+    assert not any(op.family == "split" for op in _ops(module, LaunchOp))
+    layouts = sorted(
+        (dict(op.arg_bindings)["IMAGE_IN"], dict(op.arg_bindings)["x_batch_stride"])
+        for op in transposes
+    )
+    assert layouts == [("140", "210"), ("140", "210"), ("210", "210"), ("210", "210")], layouts
     x = np.random.default_rng(batch).standard_normal((batch, 6, 5, 7)).astype(np.float32)
     got = runtime.load(out_dir).run([x], {})
     want = reference.run(teeny_ir.parse_module(END_TO_END), {}, [x])
-    assert len(got) == len(want) == 4
+    assert len(got) == len(want) == 5
     for g, w in zip(got, want, strict=True):
         assert g.shape == w.shape
         assert_close(g, w, 1e-5)

@@ -160,7 +160,9 @@ class LinearOp(OptionsFormatOp):
     @property
     def activation(self) -> str:
         """The epilogue activation, or "none"."""
-        return pointwise.NO_ACTIVATION if self.activation_attr is None else self.activation_attr.data
+        return (
+            pointwise.NO_ACTIVATION if self.activation_attr is None else self.activation_attr.data
+        )
 
     def verify_(self) -> None:
         shape = infer_linear_shape(

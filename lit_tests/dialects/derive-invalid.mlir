@@ -3,7 +3,7 @@
 // Every parse and verify message of #derive.param<...>.
 
 func.func @unknown_kind() attributes {
-  // expected-error@+1 {{unknown derivation kind 'bogus' (valid: identity, reshape, fill, bn_scale, bn_shift)}}
+  // expected-error@+1 {{unknown derivation kind 'bogus' (valid: identity, reshape, fill, literal, bn_scale, bn_shift)}}
   d = #derive.param<bogus("w") : [4]>
 } {
   func.return
@@ -211,5 +211,12 @@ func.func @bn_negative_eps() attributes {
 
 // expected-error@+1 {{derivation 'identity' takes no eps}}
 func.func @eps_on_identity() attributes {d = #derive.param<identity("w") eps 0.5 : [16]>} {
+  func.return
+}
+
+// -----
+
+// expected-error@+1 {{literal of shape [3] needs 3 values, got 2}}
+func.func @literal_count() attributes {d = #derive.param<literal(1.0, 2.0) : [3]>} {
   func.return
 }

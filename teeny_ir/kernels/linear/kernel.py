@@ -74,9 +74,7 @@ def linear(
         k = k_start + offs_k
         mask_k = k < K
         # X tile [BLOCK_M, BLOCK_K]: element (r, k) lies at x_rows[r] + k.
-        a = tl.load(
-            x_rows[:, None] + k[None, :], mask=mask_m[:, None] & mask_k[None, :], other=0.0
-        )
+        a = tl.load(x_rows[:, None] + k[None, :], mask=mask_m[:, None] & mask_k[None, :], other=0.0)
         # W^T tile [BLOCK_K, BLOCK_N]: element (k, n) of W^T lies at n * K + k.
         b = tl.load(
             w + offs_n[None, :] * K + k[:, None],

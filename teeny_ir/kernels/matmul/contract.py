@@ -22,6 +22,7 @@ def _dynamic(size: int) -> bool:
     """Whether a dimension is dynamic (xDSL's ``DYNAMIC_INDEX``, negative): ``B``."""
     return size < 0
 
+
 MAX_BATCH_GROUPS = 2
 """Batch dimensions the kernel addresses after `collapse_batch` (``G0``, ``G1``)."""
 
