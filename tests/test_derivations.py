@@ -4,7 +4,6 @@ Conv+BN fusion, JSON round trips, source checks, and malformed derivations."""
 from __future__ import annotations
 
 import math
-
 import re
 from typing import Any
 

@@ -25,9 +25,11 @@ GRID_LIMIT: int = SCHEMA["properties"]["launches"]["items"]["properties"]["grid"
 MIN_OUTPUTS: int = SCHEMA["properties"]["outputs"]["minItems"]
 
 ARGS = (
-    'args [x = in0, y = in0, out = out0, numel = "{numel}", size1 = "8", size2 = "3", '
-    'size3 = "4", x_stride0 = "96", x_stride1 = "12", x_stride2 = "4", x_stride3 = "1", '
-    'y_stride0 = "96", y_stride1 = "12", y_stride2 = "4", y_stride3 = "1"]'
+    'args [x = in0, y = in0, out = out0, numel = "{numel}", size1 = "1", size2 = "B", '
+    'size3 = "8", size4 = "3", size5 = "4", x_stride0 = "B*96", x_stride1 = "B*96", '
+    'x_stride2 = "96", x_stride3 = "12", x_stride4 = "4", x_stride5 = "1", '
+    'y_stride0 = "B*96", y_stride1 = "B*96", y_stride2 = "96", y_stride3 = "12", '
+    'y_stride4 = "4", y_stride5 = "1"]'
 )
 
 

@@ -31,9 +31,11 @@ def kernel_ir(conv: str = INJECTION, gamma: str = TRAVERSAL, second_block: int =
     """@forward: ``y = silu(bn(conv1x1(x)))``, ``z = y + b``, ``u = z + b``; returns (u, y)."""
     bn = f"{_literal(gamma)}, {_literal('bn.bias')}, {_literal('bn.mean')}, {_literal('bn.var')}"
     add_args = (
-        'args [x = in0, y = in1, out = out0, numel = "B*320", size1 = "16", size2 = "4", '
-        'size3 = "5", x_stride0 = "320", x_stride1 = "20", x_stride2 = "5", x_stride3 = "1", '
-        'y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"]'
+        'args [x = in0, y = in1, out = out0, numel = "B*320", size1 = "1", size2 = "B", '
+        'size3 = "16", size4 = "4", size5 = "5", x_stride0 = "B*320", x_stride1 = "B*320", '
+        'x_stride2 = "320", x_stride3 = "20", x_stride4 = "5", x_stride5 = "1", '
+        'y_stride0 = "16", y_stride1 = "16", y_stride2 = "0", y_stride3 = "1", '
+        'y_stride4 = "0", y_stride5 = "0"]'
     )
     t_out, t_b = "tensor<?x16x4x5xf32>", "tensor<16x1x1xf32>"
     return f"""

@@ -68,19 +68,22 @@ GEMM_CONSTEXPRS = {
 
 
 def elementwise_args(
-    numel: str = "B * 64", sizes: Sequence[int] = (4, 4, 4)
+    numel: str = "B * 64", sizes: Sequence[int] = (4, 4, 4), batch: str = "B"
 ) -> list[tuple[str, str]]:
-    """Bindings for a contiguous [?, *sizes] tensor (``numel`` as given)."""
+    """Bindings for a contiguous [batch, *sizes] tensor (``numel`` as given), viewed
+    at rank 6 as [1, 1, batch, *sizes]: the two leading strides are its element count."""
     s1, s2, s3 = sizes
-    strides = [str(s1 * s2 * s3), str(s2 * s3), str(s3), "1"]
+    strides = [numel, numel, str(s1 * s2 * s3), str(s2 * s3), str(s3), "1"]
     return [
         ("x", "in0"),
         ("y", "in0"),
         ("out", "out0"),
         ("numel", numel),
-        ("size1", str(s1)),
-        ("size2", str(s2)),
-        ("size3", str(s3)),
+        ("size1", "1"),
+        ("size2", batch),
+        ("size3", str(s1)),
+        ("size4", str(s2)),
+        ("size5", str(s3)),
         *((f"x_stride{k}", s) for k, s in enumerate(strides)),
         *((f"y_stride{k}", s) for k, s in enumerate(strides)),
     ]
@@ -144,7 +147,7 @@ def elementwise(
             [tensor(*shape)],
             {"OP": kw.get("op", "silu"), "BLOCK": kw.get("block", 1024)},
             [],
-            elementwise_args(numel, shape[1:]),
+            elementwise_args(numel, shape[1:], "B" if shape[0] == Q else str(shape[0])),
             grid,
             kw.get("num_warps", 4),
             kw.get("num_stages", 1),

@@ -178,9 +178,10 @@ def test_parse_and_print_import_nothing_heavy() -> None:
 KERNEL_ONLY = """\
 func.func @f(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
   %y = kernel.launch "elementwise" (%x) {OP = "relu", BLOCK = 1024} args [x = in0, y = in0, \
-out = out0, numel = "B * 4", size1 = "1", size2 = "B", size3 = "4", x_stride0 = "B * 4", \
-x_stride1 = "B * 4", x_stride2 = "4", x_stride3 = "1", y_stride0 = "B * 4", y_stride1 = "B * 4", \
-y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 4, 1024)", "1", "1"] warps 4 stages 1 \
+out = out0, numel = "B * 4", size1 = "1", size2 = "1", size3 = "1", size4 = "B", size5 = "4", \
+x_stride0 = "B * 4", x_stride1 = "B * 4", x_stride2 = "B * 4", x_stride3 = "B * 4", \
+x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 4", y_stride1 = "B * 4", y_stride2 = "B * 4", \
+y_stride3 = "B * 4", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 4, 1024)", "1", "1"] warps 4 stages 1 \
 : (tensor<?x4xf32>) -> tensor<?x4xf32>
   func.return %y : tensor<?x4xf32>
 }

@@ -218,8 +218,8 @@ def _case(spelling: str, args: list[np.ndarray], index: int, workdir: Path) -> d
         path = workdir / f"{name}_{tag}.npy"
         np.save(path, array)
         paths.append({"array": str(path)})
-    flat = [0, 0, 0, 1]  # rank 4 (1, 1, 1, n): strides of the flat operands
-    dims = [n, 1, 1, n, *flat, *flat]  # numel, size1..size3, x strides, y strides
+    flat = [0, 0, 0, 0, 0, 1]  # rank 6 (1, 1, 1, 1, 1, n): strides of the flat operands
+    dims = [n, 1, 1, 1, 1, n, *flat, *flat]  # numel, size1..size5, x strides, y strides
     return {
         "kernel_file": str(kernel),
         "kernel_name": name,

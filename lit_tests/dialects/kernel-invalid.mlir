@@ -45,7 +45,7 @@ func.func @weight_not_a_tensor() {
 
 func.func @unknown_family(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{unknown kernel family 'no_such_family' (known: }}
-  %y = kernel.launch "no_such_family" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "no_such_family" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -53,7 +53,7 @@ func.func @unknown_family(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @operand_dtype(%x: tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{operand #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), contiguous or with a #kernel.batch_stride covering an image, got tensor<?x4x4x4xf16>}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -61,7 +61,7 @@ func.func @operand_dtype(%x: tensor<?x4x4x4xf16>) -> tensor<?x4x4x4xf32> {
 
 func.func @result_dynamic_channel(%x: tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32> {
   // expected-error@+1 {{result #0 must be an f32 tensor with sizes >= 1 whose only dynamic dimension is the batch (0), contiguous or with a #kernel.batch_stride covering an image, got tensor<?x?x4x4xf32>}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32>
   func.return %y : tensor<?x?x4x4xf32>
 }
 
@@ -69,7 +69,7 @@ func.func @result_dynamic_channel(%x: tensor<?x4x4x4xf32>) -> tensor<?x?x4x4xf32
 
 func.func @constexpr_unknown(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{family 'elementwise' has no constexpr 'BLOCK_M' (its constexprs: OP, BLOCK)}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024, BLOCK_M = 64} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024, BLOCK_M = 64} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -77,7 +77,7 @@ func.func @constexpr_unknown(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @constexpr_missing(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{missing constexpr 'BLOCK' of family 'elementwise'}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu"} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu"} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -85,7 +85,7 @@ func.func @constexpr_missing(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @constexpr_type(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{constexpr 'BLOCK' must be an i64 integer, got 1024 : i32}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024 : i32} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024 : i32} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -93,7 +93,7 @@ func.func @constexpr_type(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @constexpr_choice(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{constexpr 'OP': 'exp' is not an entry of the pointwise table}}
-  %y = kernel.launch "elementwise" (%x) {OP = "exp", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "exp", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -101,7 +101,7 @@ func.func @constexpr_choice(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @constexpr_power_of_two(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{constexpr 'BLOCK' = 1000 must be a power of two}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1000} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1000} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -259,7 +259,7 @@ func.func @dim_symbol(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 
 func.func @operand_unbound(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{operand #1 is not bound to any input argument}}
-  %y = kernel.launch "elementwise" (%x, %x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x, %x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -267,7 +267,7 @@ func.func @operand_unbound(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @result_unbound(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{result #1 is not bound to any output argument}}
-  %y, %unused = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>)
+  %y, %unused = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>)
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -285,7 +285,7 @@ func.func @slot_unbound(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 
 func.func @num_warps(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{num_warps must be a power of two in 1..32, got 3}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 3 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 3 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -293,7 +293,7 @@ func.func @num_warps(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @num_warps_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{num_warps must be a power of two in 1..32, got 64}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 64 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 64 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -301,7 +301,7 @@ func.func @num_warps_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
 
 func.func @num_stages(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{num_stages must be >= 1, got 0}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 0 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 0 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -309,7 +309,7 @@ func.func @num_stages(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_rank(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{expected 3 grid expressions (x, y, z), got 2}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -317,7 +317,7 @@ func.func @grid_rank(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_not_expression(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[0] = '__import__(os)' is not an expression: call of '__import__' is not allowed (functions: cdiv, floordiv, min, max)}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["__import__(os)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["__import__(os)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -325,15 +325,15 @@ func.func @grid_not_expression(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_symbol(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[1] = 'numel' uses symbol 'numel': only the batch 'B' may appear}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "numel", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "numel", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
 // -----
 
 func.func @dim_evaluation(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
-  // expected-error@+1 {{argument 'size1' = 'cdiv(B, 0)' cannot be evaluated at B = 1: division by zero in cdiv}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "cdiv(B, 0)", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  // expected-error@+1 {{argument 'size3' = 'cdiv(B, 0)' cannot be evaluated at B = 1: division by zero in cdiv}}
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "cdiv(B, 0)", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -341,15 +341,15 @@ func.func @dim_evaluation(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_evaluation(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[2] = 'floordiv(1, B - 1)' cannot be evaluated at B = 1: division by zero in floordiv}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "floordiv(1, B - 1)"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "floordiv(1, B - 1)"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
 // -----
 
 func.func @dim_negative(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
-  // expected-error@+1 {{argument 'x_stride1' = '16 - B' is 15 at B = 1, but the bound tensors (x [1, 4, 4, 4], y [1, 4, 4, 4], out [1, 4, 4, 4]) imply 16}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16 - B", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  // expected-error@+1 {{argument 'x_stride3' = '16 - B' is 15 at B = 1, but the bound tensors (x [1, 4, 4, 4], y [1, 4, 4, 4], out [1, 4, 4, 4]) imply 16}}
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16 - B", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -357,7 +357,7 @@ func.func @dim_negative(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @dim_overflow(%x: tensor<?x1000x200x200xf32>) -> tensor<?x1000x200x200xf32> {
   // expected-error@+1 {{argument 'numel' = 'B * 40000000' is 2160000000 at B = 54, outside [0, 2147483647] (i32 sizes and strides)}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 40000000", size1 = "1000", size2 = "200", size3 = "200", x_stride0 = "40000000", x_stride1 = "40000", x_stride2 = "200", x_stride3 = "1", y_stride0 = "40000000", y_stride1 = "40000", y_stride2 = "200", y_stride3 = "1"] grid ["cdiv(B * 40000000, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x1000x200x200xf32>) -> tensor<?x1000x200x200xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 40000000", size1 = "1", size2 = "B", size3 = "1000", size4 = "200", size5 = "200", x_stride0 = "B * 40000000", x_stride1 = "B * 40000000", x_stride2 = "40000000", x_stride3 = "40000", x_stride4 = "200", x_stride5 = "1", y_stride0 = "B * 40000000", y_stride1 = "B * 40000000", y_stride2 = "40000000", y_stride3 = "40000", y_stride4 = "200", y_stride5 = "1"] grid ["cdiv(B * 40000000, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x1000x200x200xf32>) -> tensor<?x1000x200x200xf32>
   func.return %y : tensor<?x1000x200x200xf32>
 }
 
@@ -365,7 +365,7 @@ func.func @dim_overflow(%x: tensor<?x1000x200x200xf32>) -> tensor<?x1000x200x200
 
 func.func @grid_zero(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[1] = 'B - 1' is 0 at B = 1: each grid dimension must be >= 1}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "B - 1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "B - 1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -373,7 +373,7 @@ func.func @grid_zero(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[2] = 'B * 1024' is 65536 at B = 64, above the hardware limit 65535}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "B * 1024"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "B * 1024"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -381,7 +381,7 @@ func.func @grid_above_limit(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 
 func.func @grid_one_short(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{grid[0] = 'cdiv(B * 64, 1024) - floordiv(B, 64)' is 3 at B = 64, but the tile model of 'elementwise' needs cdiv(numel, BLOCK) = 4}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024) - floordiv(B, 64)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024) - floordiv(B, 64)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 
@@ -446,6 +446,6 @@ func.func @weight_name_not_utf8() {
 
 func.func @warps_too_large(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
   // expected-error@+1 {{warps 9223372036854775808 does not fit in i64}}
-  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "4", size2 = "4", size3 = "4", x_stride0 = "64", x_stride1 = "16", x_stride2 = "4", x_stride3 = "1", y_stride0 = "64", y_stride1 = "16", y_stride2 = "4", y_stride3 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 9223372036854775808 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  %y = kernel.launch "elementwise" (%x) {OP = "silu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 9223372036854775808 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }

@@ -35,13 +35,13 @@ func.func @gemm(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 // A broadcasting add at a static batch: no parameter slots, so no `params`.
 // CHECK-LABEL: func.func @broadcast_add
 // CHECK-SAME:    (%[[A:.*]]: tensor<2x4x3x3xf32>, %[[B:.*]]: tensor<4x1x1xf32>)
-// CHECK-NEXT:    %[[Z:.*]] = kernel.launch "elementwise" (%[[A]], %[[B]]) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "72", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"] grid ["cdiv(72, 1024)", "1", "1"] warps 4 stages 1 : (tensor<2x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<2x4x3x3xf32>
+// CHECK-NEXT:    %[[Z:.*]] = kernel.launch "elementwise" (%[[A]], %[[B]]) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "72", size1 = "1", size2 = "2", size3 = "4", size4 = "3", size5 = "3", x_stride0 = "72", x_stride1 = "72", x_stride2 = "36", x_stride3 = "9", x_stride4 = "3", x_stride5 = "1", y_stride0 = "4", y_stride1 = "4", y_stride2 = "0", y_stride3 = "1", y_stride4 = "0", y_stride5 = "0"] grid ["cdiv(72, 1024)", "1", "1"] warps 4 stages 1 : (tensor<2x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<2x4x3x3xf32>
 // CHECK-NEXT:    func.return %[[Z]]
 func.func @broadcast_add(%a: tensor<2x4x3x3xf32>, %b: tensor<4x1x1xf32>) -> tensor<2x4x3x3xf32> {
   %z = kernel.launch "elementwise" (%a, %b) {OP = "add", BLOCK = 1024}
-      args [x = in0, y = in1, out = out0, numel = "72", size1 = "4", size2 = "3", size3 = "3",
-            x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1",
-            y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"]
+      args [x = in0, y = in1, out = out0, numel = "72", size1 = "1", size2 = "2", size3 = "4", size4 = "3", size5 = "3",
+            x_stride0 = "72", x_stride1 = "72", x_stride2 = "36", x_stride3 = "9", x_stride4 = "3", x_stride5 = "1",
+            y_stride0 = "4", y_stride1 = "4", y_stride2 = "0", y_stride3 = "1", y_stride4 = "0", y_stride5 = "0"]
       grid ["cdiv(72, 1024)", "1", "1"] warps 4 stages 1
       : (tensor<2x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<2x4x3x3xf32>
   func.return %z : tensor<2x4x3x3xf32>
@@ -52,13 +52,13 @@ func.func @broadcast_add(%a: tensor<2x4x3x3xf32>, %b: tensor<4x1x1xf32>) -> tens
 // keep their order.
 // CHECK-LABEL: func.func @spellings
 // CHECK-NEXT:    kernel.weight "odd \22name\22 \\ \09" {note = "kept"} : tensor<4xf32>
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}) {BLOCK = 256, OP = "relu"} args [x = in0, y = in0, out = out0, numel = "B", size1 = "1", size2 = "1", size3 = "B", x_stride0 = "B", x_stride1 = "B", x_stride2 = "B", x_stride3 = "1", y_stride0 = "B", y_stride1 = "B", y_stride2 = "B", y_stride3 = "1"] grid ["cdiv(B, 256)", "1", "1"] warps 1 stages 1 attributes {note = "kept"} : (tensor<?xf32>) -> tensor<?xf32>
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}) {BLOCK = 256, OP = "relu"} args [x = in0, y = in0, out = out0, numel = "B", size1 = "1", size2 = "1", size3 = "1", size4 = "1", size5 = "B", x_stride0 = "B", x_stride1 = "B", x_stride2 = "B", x_stride3 = "B", x_stride4 = "B", x_stride5 = "1", y_stride0 = "B", y_stride1 = "B", y_stride2 = "B", y_stride3 = "B", y_stride4 = "B", y_stride5 = "1"] grid ["cdiv(B, 256)", "1", "1"] warps 1 stages 1 attributes {note = "kept"} : (tensor<?xf32>) -> tensor<?xf32>
 func.func @spellings(%x: tensor<?xf32>) -> tensor<?xf32> {
   kernel.weight "odd \"name\" \\ \t" {note = "kept"} : tensor<4xf32>
   %y = kernel.launch "elementwise" (%x) {BLOCK = 256, OP = "relu"}
-      args [x = in0, y = in0, out = out0, numel = B, size1 = "1", size2 = "1", size3 = B,
-            x_stride0 = B, x_stride1 = B, x_stride2 = B, x_stride3 = "1",
-            y_stride0 = B, y_stride1 = B, y_stride2 = B, y_stride3 = "1"]
+      args [x = in0, y = in0, out = out0, numel = B, size1 = "1", size2 = "1", size3 = "1", size4 = "1", size5 = B,
+            x_stride0 = B, x_stride1 = B, x_stride2 = B, x_stride3 = B, x_stride4 = B, x_stride5 = "1",
+            y_stride0 = B, y_stride1 = B, y_stride2 = B, y_stride3 = B, y_stride4 = B, y_stride5 = "1"]
       grid ["cdiv(B, 256)", "1", "1"] warps 1 stages 1 attributes {note = "kept"}
       : (tensor<?xf32>) -> tensor<?xf32>
   func.return %y : tensor<?xf32>

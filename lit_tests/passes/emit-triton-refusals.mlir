@@ -24,9 +24,9 @@
 // expected-error@+1 {{cannot create out-dir}}
 func.func @forward(%x: tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32> {
   %z = kernel.launch "elementwise" (%x) {OP = "relu", BLOCK = 128}
-      args [x = in0, y = in0, out = out0, numel = "B*96", size1 = "8", size2 = "3", size3 = "4",
-            x_stride0 = "96", x_stride1 = "12", x_stride2 = "4", x_stride3 = "1",
-            y_stride0 = "96", y_stride1 = "12", y_stride2 = "4", y_stride3 = "1"]
+      args [x = in0, y = in0, out = out0, numel = "B*96", size1 = "1", size2 = "B", size3 = "8", size4 = "3", size5 = "4",
+            x_stride0 = "B*96", x_stride1 = "B*96", x_stride2 = "96", x_stride3 = "12", x_stride4 = "4", x_stride5 = "1",
+            y_stride0 = "B*96", y_stride1 = "B*96", y_stride2 = "96", y_stride3 = "12", y_stride4 = "4", y_stride5 = "1"]
       grid ["cdiv(B*96, 128)", "1", "1"] warps 4 stages 1 : (tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32>
   func.return %z : tensor<?x8x3x4xf32>
 }
@@ -46,9 +46,9 @@ func.func @forward(%x: tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32> {
 func.func @forward(%x: tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32> {
   // expected-error@+1 {{grid[0] expression 'cdiv(B * 96, 128) + B - B}}
   %z = kernel.launch "elementwise" (%x) {OP = "relu", BLOCK = 128}
-      args [x = in0, y = in0, out = out0, numel = "B*96", size1 = "8", size2 = "3", size3 = "4",
-            x_stride0 = "96", x_stride1 = "12", x_stride2 = "4", x_stride3 = "1",
-            y_stride0 = "96", y_stride1 = "12", y_stride2 = "4", y_stride3 = "1"]
+      args [x = in0, y = in0, out = out0, numel = "B*96", size1 = "1", size2 = "B", size3 = "8", size4 = "3", size5 = "4",
+            x_stride0 = "B*96", x_stride1 = "B*96", x_stride2 = "96", x_stride3 = "12", x_stride4 = "4", x_stride5 = "1",
+            y_stride0 = "B*96", y_stride1 = "B*96", y_stride2 = "96", y_stride3 = "12", y_stride4 = "4", y_stride5 = "1"]
       grid ["cdiv(B*96,128)+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B+B-B", "1", "1"] warps 4 stages 1 : (tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32>
   func.return %z : tensor<?x8x3x4xf32>
 }

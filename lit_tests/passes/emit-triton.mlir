@@ -116,15 +116,15 @@ func.func @forward(%x: tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32> {
       grid ["B * cdiv(12, 16) * cdiv(8, 16)", "1", "1"] warps 4 stages 2
       : (tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32>
   %z = kernel.launch "elementwise" (%y) {OP = "relu", BLOCK = 128}
-      args [x = in0, y = in0, out = out0, numel = "B*96", size1 = "8", size2 = "3", size3 = "4",
-            x_stride0 = "96", x_stride1 = "12", x_stride2 = "4", x_stride3 = "1",
-            y_stride0 = "96", y_stride1 = "12", y_stride2 = "4", y_stride3 = "1"]
+      args [x = in0, y = in0, out = out0, numel = "B*96", size1 = "1", size2 = "B", size3 = "8", size4 = "3", size5 = "4",
+            x_stride0 = "B*96", x_stride1 = "B*96", x_stride2 = "96", x_stride3 = "12", x_stride4 = "4", x_stride5 = "1",
+            y_stride0 = "B*96", y_stride1 = "B*96", y_stride2 = "96", y_stride3 = "12", y_stride4 = "4", y_stride5 = "1"]
       grid ["cdiv(B*96, 128)", "1", "1"] warps 4 stages 1
       : (tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32>
   %u = kernel.launch "elementwise" (%z) {OP = "relu", BLOCK = 128}
-      args [x = in0, y = in0, out = out0, numel = "B * 96", size1 = "8", size2 = "3", size3 = "4",
-            x_stride0 = "96", x_stride1 = "12", x_stride2 = "4", x_stride3 = "1",
-            y_stride0 = "96", y_stride1 = "12", y_stride2 = "4", y_stride3 = "1"]
+      args [x = in0, y = in0, out = out0, numel = "B * 96", size1 = "1", size2 = "B", size3 = "8", size4 = "3", size5 = "4",
+            x_stride0 = "B * 96", x_stride1 = "B * 96", x_stride2 = "96", x_stride3 = "12", x_stride4 = "4", x_stride5 = "1",
+            y_stride0 = "B * 96", y_stride1 = "B * 96", y_stride2 = "96", y_stride3 = "12", y_stride4 = "4", y_stride5 = "1"]
       grid ["cdiv(B * 96, 128)", "1", "1"] warps 4 stages 1
       : (tensor<?x8x3x4xf32>) -> tensor<?x8x3x4xf32>
   func.return %u : tensor<?x8x3x4xf32>

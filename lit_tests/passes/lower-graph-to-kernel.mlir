@@ -16,10 +16,10 @@
 // CHECK-SAME:      args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "37", C_OUT = "37", M = "63", x_batch_stride = "2331", r_batch_stride = "2331", y_batch_stride = "2331"]
 // CHECK-SAME:      grid ["B * cdiv(63, 64) * cdiv(37, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
 // CHECK-NEXT:    %[[Z:.*]] = kernel.launch "elementwise" (%[[Y]]) {OP = "silu", BLOCK = 1024}
-// CHECK-SAME:      args [x = in0, y = in0, out = out0, numel = "B * 2331", size1 = "37", size2 = "7", size3 = "9", x_stride0 = "2331", x_stride1 = "63", x_stride2 = "9", x_stride3 = "1", y_stride0 = "2331", y_stride1 = "63", y_stride2 = "9", y_stride3 = "1"]
+// CHECK-SAME:      args [x = in0, y = in0, out = out0, numel = "B * 2331", size1 = "1", size2 = "B", size3 = "37", size4 = "7", size5 = "9", x_stride0 = "B * 2331", x_stride1 = "B * 2331", x_stride2 = "2331", x_stride3 = "63", x_stride4 = "9", x_stride5 = "1", y_stride0 = "B * 2331", y_stride1 = "B * 2331", y_stride2 = "2331", y_stride3 = "63", y_stride4 = "9", y_stride5 = "1"]
 // CHECK-SAME:      grid ["cdiv(B * 2331, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
 // CHECK-NEXT:    %[[A:.*]] = kernel.launch "elementwise" (%[[Z]], %[[X]]) {OP = "add", BLOCK = 1024}
-// CHECK-SAME:      args [x = in0, y = in1, out = out0, numel = "B * 2331", size1 = "37", size2 = "7", size3 = "9", x_stride0 = "2331", x_stride1 = "63", x_stride2 = "9", x_stride3 = "1", y_stride0 = "2331", y_stride1 = "63", y_stride2 = "9", y_stride3 = "1"]
+// CHECK-SAME:      args [x = in0, y = in1, out = out0, numel = "B * 2331", size1 = "1", size2 = "B", size3 = "37", size4 = "7", size5 = "9", x_stride0 = "B * 2331", x_stride1 = "B * 2331", x_stride2 = "2331", x_stride3 = "63", x_stride4 = "9", x_stride5 = "1", y_stride0 = "B * 2331", y_stride1 = "B * 2331", y_stride2 = "2331", y_stride3 = "63", y_stride4 = "9", y_stride5 = "1"]
 // CHECK-NEXT:    %[[S:.*]] = kernel.launch "elementwise" (%[[A]]) {OP = "silu", BLOCK = 1024}
 // CHECK-NEXT:    func.return %[[S]] : tensor<?x37x7x9xf32>
 // CHECK-NOT:     graph.
@@ -43,7 +43,7 @@ func.func @slice_block(%x: tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32> {
 // CHECK-SAME:      scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>]
 // CHECK-SAME:      B = "2", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"]
 // CHECK-SAME:      grid ["2 * cdiv(16, 128) * cdiv(16, 128)", "1", "1"] warps 8 stages 2 : (tensor<2x8x4x4xf32>) -> tensor<2x16x4x4xf32>
-// CHECK-NEXT:    %[[R:.*]] = kernel.launch "elementwise" (%[[Y]]) {OP = "relu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "512", size1 = "16", size2 = "4", size3 = "4", x_stride0 = "256",
+// CHECK-NEXT:    %[[R:.*]] = kernel.launch "elementwise" (%[[Y]]) {OP = "relu", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "512", size1 = "1", size2 = "2", size3 = "16", size4 = "4", size5 = "4", x_stride0 = "512", x_stride1 = "512", x_stride2 = "256",
 // CHECK-SAME:      grid ["cdiv(512, 1024)", "1", "1"]
 // CHECK-NEXT:    %[[G:.*]] = kernel.launch "elementwise" (%[[R]]) {OP = "sigmoid", BLOCK = 1024}
 // CHECK-NEXT:    %[[M:.*]] = kernel.launch "elementwise" (%[[G]], %[[R]]) {OP = "mul", BLOCK = 1024}
@@ -64,9 +64,9 @@ func.func @static_batch(%x: tensor<2x8x4x4xf32>) -> tensor<2x16x4x4xf32> {
 // Broadcasting: stride 0 where the operand's size is 1 or missing and the
 // output's is not, including a static batch 1 against the dynamic batch.
 // CHECK-LABEL: func.func @broadcasting
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"] grid ["cdiv(B * 36, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<?x4x3x3xf32>
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "mul", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "0", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "36", y_stride1 = "9", y_stride2 = "3", y_stride3 = "1"]
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "1"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "1", size2 = "B", size3 = "4", size4 = "3", size5 = "3", x_stride0 = "B * 36", x_stride1 = "B * 36", x_stride2 = "36", x_stride3 = "9", x_stride4 = "3", x_stride5 = "1", y_stride0 = "4", y_stride1 = "4", y_stride2 = "0", y_stride3 = "1", y_stride4 = "0", y_stride5 = "0"] grid ["cdiv(B * 36, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<?x4x3x3xf32>
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "mul", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "1", size2 = "B", size3 = "4", size4 = "3", size5 = "3", x_stride0 = "36", x_stride1 = "36", x_stride2 = "0", x_stride3 = "9", x_stride4 = "3", x_stride5 = "1", y_stride0 = "B * 36", y_stride1 = "B * 36", y_stride2 = "36", y_stride3 = "9", y_stride4 = "3", y_stride5 = "1"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "1", size2 = "B", size3 = "4", size4 = "3", size5 = "3", x_stride0 = "B * 36", x_stride1 = "B * 36", x_stride2 = "36", x_stride3 = "9", x_stride4 = "3", x_stride5 = "1", y_stride0 = "3", y_stride1 = "3", y_stride2 = "0", y_stride3 = "0", y_stride4 = "0", y_stride5 = "1"]
 func.func @broadcasting(%x: tensor<?x4x3x3xf32>, %c: tensor<4x1x1xf32>, %one: tensor<1x4x3x3xf32>, %row: tensor<3xf32>) -> (tensor<?x4x3x3xf32>, tensor<?x4x3x3xf32>, tensor<?x4x3x3xf32>) {
   %a = graph.add %x, %c : (tensor<?x4x3x3xf32>, tensor<4x1x1xf32>) -> tensor<?x4x3x3xf32>
   %b = graph.mul %one, %x : (tensor<1x4x3x3xf32>, tensor<?x4x3x3xf32>) -> tensor<?x4x3x3xf32>
@@ -77,10 +77,10 @@ func.func @broadcasting(%x: tensor<?x4x3x3xf32>, %c: tensor<4x1x1xf32>, %one: te
 // -----
 
 // A bias_add whose bias is an activation is an add with the bias viewed as
-// [1, C, 1, 1]; a rank-2 output is left-padded, so the batch lands on size2.
+// [1, C, 1, 1]; a rank-2 output is left-padded (to rank 6), so the batch lands on size4.
 // CHECK-LABEL: func.func @bias_add_and_low_rank
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 10", size1 = "1", size2 = "B", size3 = "10", x_stride0 = "B * 10", x_stride1 = "B * 10", x_stride2 = "10", x_stride3 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "1"] grid ["cdiv(B * 10, 1024)", "1", "1"]
-// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "4", size2 = "3", size3 = "3", x_stride0 = "36", x_stride1 = "9", x_stride2 = "3", x_stride3 = "1", y_stride0 = "0", y_stride1 = "1", y_stride2 = "0", y_stride3 = "0"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 10", size1 = "1", size2 = "1", size3 = "1", size4 = "B", size5 = "10", x_stride0 = "B * 10", x_stride1 = "B * 10", x_stride2 = "B * 10", x_stride3 = "B * 10", x_stride4 = "10", x_stride5 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "0", y_stride4 = "0", y_stride5 = "1"] grid ["cdiv(B * 10, 1024)", "1", "1"]
+// CHECK-NEXT:    kernel.launch "elementwise" (%{{.*}}, %{{.*}}) {OP = "add", BLOCK = 1024} args [x = in0, y = in1, out = out0, numel = "B * 36", size1 = "1", size2 = "B", size3 = "4", size4 = "3", size5 = "3", x_stride0 = "B * 36", x_stride1 = "B * 36", x_stride2 = "36", x_stride3 = "9", x_stride4 = "3", x_stride5 = "1", y_stride0 = "0", y_stride1 = "0", y_stride2 = "0", y_stride3 = "1", y_stride4 = "0", y_stride5 = "0"]
 func.func @bias_add_and_low_rank(%x: tensor<?x10xf32>, %bias: tensor<10xf32>, %y: tensor<?x4x3x3xf32>, %c: tensor<4xf32>) -> (tensor<?x10xf32>, tensor<?x4x3x3xf32>) {
   %a = graph.bias_add %x, %bias : (tensor<?x10xf32>, tensor<10xf32>) -> tensor<?x10xf32>
   %b = graph.bias_add %y, %c : (tensor<?x4x3x3xf32>, tensor<4xf32>) -> tensor<?x4x3x3xf32>

@@ -83,12 +83,35 @@ def _verify_all(
         except Exception as err:  # noqa: BLE001 - verifiers of any dialect may misbehave
             errors.append(_op_error(op, f"verifier failed: {err}", describe))
             continue
+        if (missing := _terminator_error(op)) is not None:
+            errors.append(_op_error(op, missing, describe))
+            continue
         if (dominance := _dominance_error(op, positions)) is not None:
             index, definer = dominance
             error = _op_error(op, f"operand #{index} does not dominate this use", describe)
             error.attach_note("operand defined here", loc_of(definer))
             errors.append(error)
     return errors
+
+
+def _terminator_error(op: Operation) -> str | None:
+    """MLIR's rule: every block of a region ends with a terminator, unless the
+    op holding the region says otherwise (``NoTerminator``) or is unregistered
+    (its rules are unknown). A passes' rewrites assume it (dce erases the
+    blocks after an unterminated one)."""
+    from xdsl.dialects.builtin import UnregisteredOp
+    from xdsl.traits import IsTerminator, NoTerminator
+
+    if not op.regions or isinstance(op, UnregisteredOp) or op.has_trait(NoTerminator):
+        return None
+    for region in op.regions:
+        for block in region.blocks:
+            last = block.last_op
+            if last is None:
+                return "empty block: expect at least a terminator"
+            if not isinstance(last, UnregisteredOp) and not last.has_trait(IsTerminator):
+                return f"block with no terminator, has '{last.name}' last"
+    return None
 
 
 class _BlockPositions:
