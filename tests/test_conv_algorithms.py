@@ -517,25 +517,6 @@ def test_pipeline_option_errors(name: str, options: list[Any], message: str) -> 
     assert message in str(caught.value)
 
 
-def _pipeline_options_are_wired() -> bool:
-    """Whether the pass manager hands named-pipeline options to
-    `NamedPipeline.expand` (teeny_ir/driver/pass_manager.py)."""
-    try:
-        PassManager.parse("teeny-inference{profile=gpu}")
-    except DiagnosticError as err:
-        if "takes no options" in str(err):
-            return False
-        raise
-    return True
-
-
-needs_wiring = pytest.mark.skipif(
-    not _pipeline_options_are_wired(),
-    reason="the pass manager does not pass named-pipeline options to NamedPipeline.expand yet",
-)
-
-
-@needs_wiring
 def test_pipeline_option_through_the_pass_manager() -> None:
     text = PassManager.parse("teeny-inference{profile=interpreter}").pipeline_string()
     assert text == (
