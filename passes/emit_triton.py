@@ -210,6 +210,12 @@ def _collect(forward: FuncOp) -> _Collected:
         raise DiagnosticError(errors)
     names = _Names(forward, plan)
     for index, argument in enumerate(forward.body.block.args):
+        if is_strided(argument.type):
+            raise _error(
+                f"argument #{index} of @forward has a #kernel.batch_stride type, but an input "
+                "is a whole contiguous array (only values inside the function are views)",
+                forward,
+            )
         names.input(argument, index)
         plan.inputs.append(TensorSpec(f"in{index}", _shape(argument, forward)))
         plan.origins["inputs", index] = forward

@@ -241,3 +241,22 @@ func.func @forward(%x: tensor<2x3x5x5xf32>) -> tensor<6x25xf32> {
 """
     with pytest.raises(teeny_ir.DiagnosticError, match="moves the batch out of dimension 0"):
         _lower(text)
+
+
+def test_a_strided_function_argument_is_a_located_error(tmp_path: Path) -> None:
+    module = teeny_ir.parse_module(FLATTEN, "m.mlir")
+    teeny_ir.PassManager.parse("teeny-inference").run(module)
+    text = teeny_ir.print_module(module)
+    strided = "tensor<?x3x5x5xf32, #kernel.batch_stride<150>>"
+    text = text.replace("%x: tensor<?x3x5x5xf32>", f"%x: {strided}", 1)
+    text = text.replace(
+        "(tensor<?x3x5x5xf32>) -> tensor<?x3x5x5xf32>", f"({strided}) -> tensor<?x3x5x5xf32>", 1
+    )
+    text = text.replace('x_batch_stride = "75"', 'x_batch_stride = "150"', 1)
+    edited = teeny_ir.parse_module(text, "k.mlir")
+    with pytest.raises(
+        teeny_ir.DiagnosticError, match="an input is a whole contiguous array"
+    ) as caught:
+        teeny_ir.PassManager.parse(f"emit-triton{{out-dir={tmp_path / 'out'}}}").run(edited)
+    assert caught.value.diagnostics[0].location is not None
+    assert not (tmp_path / "out").exists()
