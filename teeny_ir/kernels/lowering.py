@@ -18,6 +18,7 @@ import functools
 import importlib
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from teeny_ir.core import pointwise
@@ -27,7 +28,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import TensorType
     from xdsl.ir import Operation, SSAValue
 
-    from dialects.kernel import LaunchOp
+    from dialects.graph.conv import FusedConv2dOp
+    from dialects.kernel import LaunchOp, ParamSlot
 
 Rule = Callable[["Operation"], "LaunchOp | Operation"]
 """A lowering: the ``kernel.launch`` that runs the op, or (`teeny_ir.kernels.views`)
@@ -189,3 +191,42 @@ def batch_stride_expr(value: SSAValue) -> str:
     from dialects.kernel import batch_stride
 
     return str(batch_stride(tensor_type(value)))
+
+
+@dataclass(frozen=True)
+class ConvEpilogue:
+    """What every fused-convolution family binds the same way: the weight's
+    name, the scale and shift slots, the launch's operands and the residual
+    pointer ``r`` (bound to the input, and never read, when there is none)."""
+
+    weight: str
+    slots: list[ParamSlot]
+    operands: list[SSAValue]
+    r_binding: str
+    r_batch_stride: str
+    has_residual: int
+
+
+def conv_epilogue(op: FusedConv2dOp) -> ConvEpilogue:
+    """The shared part of a fused convolution's launch (raises `Unlowerable`
+    when its weight is not a ``graph.param``)."""
+    from dialects.graph.param import ParamOp
+    from dialects.kernel import ParamSlot
+
+    weight = op.weight.owner
+    if not isinstance(weight, ParamOp):
+        raise Unlowerable("its weight is not a graph.param")
+    channels = tensor_type(op.result).get_shape()[1]
+    residual = op.residual
+    r_value, r_binding = (op.input, "in0") if residual is None else (residual, "in1")
+    return ConvEpilogue(
+        weight.param_name.data,
+        [
+            ParamSlot("scale", (channels,), op.scale.data),
+            ParamSlot("shift", (channels,), op.shift.data),
+        ],
+        [op.input] if residual is None else [op.input, residual],
+        r_binding,
+        batch_stride_expr(r_value),
+        int(residual is not None),
+    )

@@ -11,13 +11,13 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from dialects.graph.conv import FusedConv2dOp
-from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import reshape
 from teeny_ir.kernels.conv1x1_gemm.tiles import GROUP_M, launch_config
 from teeny_ir.kernels.lowering import (
     Unlowerable,
     batch_stride_expr,
+    conv_epilogue,
     dim_expr,
     lowers,
     tensor_type,
@@ -34,49 +34,43 @@ def lower_fused_conv(op: FusedConv2dOp) -> LaunchOp:
     """A ``gemm`` fused convolution as one conv1x1_gemm launch."""
     if op.algorithm is None or op.tiles is None:
         raise Unlowerable("no algorithm selected (run select-conv-algorithm first)")
-    weight = op.weight.owner
-    if not isinstance(weight, ParamOp):
-        raise Unlowerable("its weight is not a graph.param")
+    epilogue = conv_epilogue(op)
     batch, c_in, height, width = tensor_type(op.input).get_shape()
     c_out = tensor_type(op.result).get_shape()[1]
     spatial = height * width
     block_m, block_n, block_k = op.tiles
     num_warps, num_stages = launch_config(block_m, block_n)
     params = [
-        ParamSlot("w", (c_out, c_in), reshape(weight.param_name.data, (c_out, c_in))),
-        ParamSlot("scale", (c_out,), op.scale.data),
-        ParamSlot("shift", (c_out,), op.shift.data),
+        ParamSlot("w", (c_out, c_in), reshape(epilogue.weight, (c_out, c_in))),
+        *epilogue.slots,
     ]
-    residual = op.residual
-    # Without a residual, r is bound to the input, which the kernel then never reads.
-    r_value, r_binding = (op.input, "in0") if residual is None else (residual, "in1")
     constexprs: dict[str, int | str] = {
         "BLOCK_M": block_m,
         "BLOCK_N": block_n,
         "BLOCK_K": block_k,
         "GROUP_M": GROUP_M,
         "ACTIVATION": op.activation,
-        "HAS_RESIDUAL": int(residual is not None),
+        "HAS_RESIDUAL": epilogue.has_residual,
     }
     args = [
         ("x", "in0"),
         ("w", "param.w"),
         ("scale", "param.scale"),
         ("shift", "param.shift"),
-        ("r", r_binding),
+        ("r", epilogue.r_binding),
         ("y", "out0"),
         ("B", dim_expr(batch)),
         ("C_IN", str(c_in)),
         ("C_OUT", str(c_out)),
         ("M", str(spatial)),
         ("x_batch_stride", batch_stride_expr(op.input)),
-        ("r_batch_stride", batch_stride_expr(r_value)),
+        ("r_batch_stride", epilogue.r_batch_stride),
         ("y_batch_stride", batch_stride_expr(op.result)),
     ]
     grid = [f"{dim_expr(batch)} * cdiv({spatial}, {block_m}) * cdiv({c_out}, {block_n})", "1", "1"]
     return LaunchOp(
         "conv1x1_gemm",
-        [op.input] if residual is None else [op.input, residual],
+        epilogue.operands,
         [tensor_type(op.result)],
         constexprs,
         params,

@@ -9,16 +9,16 @@ size)."""
 
 from __future__ import annotations
 
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Operation
 
 from dialects.graph.conv import FusedConv2dOp
-from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import identity
 from teeny_ir.kernels.depthwise_conv.tiles import launch_config
 from teeny_ir.kernels.lowering import (
     Unlowerable,
     batch_stride_expr,
+    conv_epilogue,
     dim_expr,
     lowers,
     tensor_type,
@@ -34,9 +34,7 @@ def lower_depthwise_conv(op: FusedConv2dOp) -> LaunchOp:
     """A ``depthwise`` fused convolution as one depthwise_conv launch."""
     if op.tiles is None:
         raise Unlowerable("no tiles selected (run select-conv-algorithm first)")
-    weight = op.weight.owner
-    if not isinstance(weight, ParamOp):
-        raise Unlowerable("its weight is not a graph.param")
+    epilogue = conv_epilogue(op)
     batch, channels, height, width = tensor_type(op.input).get_shape()
     _, c_out, out_h, out_w = tensor_type(op.result).get_shape()
     weight_shape = tensor_type(op.weight).get_shape()
@@ -48,19 +46,15 @@ def lower_depthwise_conv(op: FusedConv2dOp) -> LaunchOp:
     num_warps, num_stages = launch_config(block_p, block_c, block_t)
     top, left, _, _ = op.padding
     params = [
-        ParamSlot("w", tuple(weight_shape), identity(weight.param_name.data, weight_shape)),
-        ParamSlot("scale", (channels,), op.scale.data),
-        ParamSlot("shift", (channels,), op.shift.data),
+        ParamSlot("w", tuple(weight_shape), identity(epilogue.weight, weight_shape)),
+        *epilogue.slots,
     ]
-    residual: SSAValue | None = getattr(op, "residual", None)
-    # Without a residual, r is bound to the input, which the kernel then never reads.
-    r_value, r_binding = (op.input, "in0") if residual is None else (residual, "in1")
     constexprs: dict[str, int | str] = {
         "BLOCK_P": block_p,
         "BLOCK_C": block_c,
         "BLOCK_T": block_t,
         "ACTIVATION": op.activation,
-        "HAS_RESIDUAL": int(residual is not None),
+        "HAS_RESIDUAL": epilogue.has_residual,
     }
     dims = {
         "B": dim_expr(batch),
@@ -78,7 +72,7 @@ def lower_depthwise_conv(op: FusedConv2dOp) -> LaunchOp:
         "DIL_H": str(op.dilation[0]),
         "DIL_W": str(op.dilation[1]),
         "x_batch_stride": batch_stride_expr(op.input),
-        "r_batch_stride": batch_stride_expr(r_value),
+        "r_batch_stride": epilogue.r_batch_stride,
         "y_batch_stride": batch_stride_expr(op.result),
     }
     args = [
@@ -86,7 +80,7 @@ def lower_depthwise_conv(op: FusedConv2dOp) -> LaunchOp:
         ("w", "param.w"),
         ("scale", "param.scale"),
         ("shift", "param.shift"),
-        ("r", r_binding),
+        ("r", epilogue.r_binding),
         ("y", "out0"),
         *dims.items(),
     ]
@@ -97,7 +91,7 @@ def lower_depthwise_conv(op: FusedConv2dOp) -> LaunchOp:
     ]
     return LaunchOp(
         "depthwise_conv",
-        [op.input] if residual is None else [op.input, residual],
+        epilogue.operands,
         [tensor_type(op.result)],
         constexprs,
         params,

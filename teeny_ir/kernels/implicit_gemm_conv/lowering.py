@@ -12,13 +12,13 @@ from __future__ import annotations
 from xdsl.ir import Operation
 
 from dialects.graph.conv import FusedConv2dOp
-from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import identity
 from teeny_ir.kernels.implicit_gemm_conv.tiles import launch_config
 from teeny_ir.kernels.lowering import (
     Unlowerable,
     batch_stride_expr,
+    conv_epilogue,
     dim_expr,
     lowers,
     tensor_type,
@@ -34,9 +34,7 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
     """An ``implicit-gemm`` fused convolution as one implicit_gemm_conv launch."""
     if op.tiles is None:
         raise Unlowerable("no tiles selected (run select-conv-algorithm first)")
-    weight = op.weight.owner
-    if not isinstance(weight, ParamOp):
-        raise Unlowerable("its weight is not a graph.param")
+    epilogue = conv_epilogue(op)
     batch, c_in, height, width = tensor_type(op.input).get_shape()
     _, c_out, out_h, out_w = tensor_type(op.result).get_shape()
     weight_shape = tensor_type(op.weight).get_shape()
@@ -45,19 +43,15 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
     num_warps, num_stages = launch_config(block_m, block_n)
     top, left, _, _ = op.padding
     params = [
-        ParamSlot("w", tuple(weight_shape), identity(weight.param_name.data, weight_shape)),
-        ParamSlot("scale", (c_out,), op.scale.data),
-        ParamSlot("shift", (c_out,), op.shift.data),
+        ParamSlot("w", tuple(weight_shape), identity(epilogue.weight, weight_shape)),
+        *epilogue.slots,
     ]
-    residual = op.residual
-    # Without a residual, r is bound to the input, which the kernel then never reads.
-    r_value, r_binding = (op.input, "in0") if residual is None else (residual, "in1")
     constexprs: dict[str, int | str] = {
         "BLOCK_M": block_m,
         "BLOCK_N": block_n,
         "BLOCK_K": block_k,
         "ACTIVATION": op.activation,
-        "HAS_RESIDUAL": int(residual is not None),
+        "HAS_RESIDUAL": epilogue.has_residual,
     }
     dims = {
         "B": dim_expr(batch),
@@ -77,7 +71,7 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
         "DIL_W": op.dilation[1],
         "GROUPS": groups,
         "x_batch_stride": batch_stride_expr(op.input),
-        "r_batch_stride": batch_stride_expr(r_value),
+        "r_batch_stride": epilogue.r_batch_stride,
         "y_batch_stride": batch_stride_expr(op.result),
     }
     args = [
@@ -85,7 +79,7 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
         ("w", "param.w"),
         ("scale", "param.scale"),
         ("shift", "param.shift"),
-        ("r", r_binding),
+        ("r", epilogue.r_binding),
         ("y", "out0"),
         *((name, str(value)) for name, value in dims.items()),
     ]
@@ -96,7 +90,7 @@ def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
     ]
     return LaunchOp(
         "implicit_gemm_conv",
-        [op.input] if residual is None else [op.input, residual],
+        epilogue.operands,
         [tensor_type(op.result)],
         constexprs,
         params,
