@@ -3,7 +3,8 @@
 Each graph starts from an input ``[B, C, H, W]`` and applies random ops (convs,
 batch norms, every pointwise op, pools, upsampling, concat, split, reshape,
 flatten, linear, matmul, softmax, reductions, constants, ...) with shapes that
-fit. Each must either compile (``teeny-inference,emit-triton``) and equal the
+fit; a rank-2 graph may end in a cross-entropy loss against i64 targets (now and
+then one out of range, which the reference and the run must both refuse). Each must either compile (``teeny-inference,emit-triton``) and equal the
 reference at batch 1 and 3 - NaN and inf included, within the 1e-4 rule - or
 be refused with a located error (exit 1). An exit 2, a traceback or a wrong
 number is a failure, printed with the graph's IR.
@@ -131,7 +132,11 @@ class Maker:
         current, now = x, shape
         for _ in range(ops):
             current, now = self.step(current, now)
-        self.b.output(current)
+        if len(now) == 2 and rng.random() < 0.5:  # a loss: class indices as a second input
+            targets = self.b.input([None], "i64")
+            self.b.output(self.b.cross_entropy(current, targets), current)
+        else:
+            self.b.output(current)
         return teeny_ir.print_module(self.b.build()), shape
 
 
@@ -173,11 +178,21 @@ def check(text: str, shape: Shape, seed: int, keep: Path | None) -> str:
                 x = rng.standard_normal((batch, *shape[1:])).astype(np.float32)
                 if seed % 3 == 0:
                     x.reshape(-1)[:: max(1, x.size // 5)] = np.nan
+                inputs = [x]
+                if len(module.ops.first.body.block.args) == 2:  # type: ignore[union-attr]
+                    classes = module.ops.first.function_type.outputs.data[1].get_shape()[1]  # type: ignore[union-attr]
+                    # Now and then one out of range: the reference and the run must both refuse.
+                    high = classes + (1 if seed % 4 == 1 else 0)
+                    inputs.append(rng.integers(0, high, batch).astype(np.int64))
                 try:
-                    want = reference.run(module, weights, [x])
+                    want = reference.run(module, weights, inputs)
                 except teeny_ir.DiagnosticError as err:
-                    return "refused by the reference: " + str(err)[:90]
-                got = runtime.load(out).run([x], weights)
+                    try:
+                        runtime.load(out).run(inputs, weights)
+                    except runtime.StatusCheckError:
+                        return "refused by the reference and the run: " + str(err)[:80]
+                    return "the reference refuses but the run does not: " + str(err)[:90]
+                got = runtime.load(out).run(inputs, weights)
                 for g, w in zip(got, want, strict=True):
                     problem = _mismatch(g, w, REDUCTION_TOL)
                     if problem is not None:
@@ -204,6 +219,7 @@ def main() -> int:
         text, shape = Maker(random.Random(seed)).build(args.ops)
         verdict = check(text, shape, seed, args.keep)
         kind = verdict.split(":")[0]
+        kind = "refused" if kind.startswith("refused") else kind
         outcomes[kind if kind in ("compiled", "refused") else "FAIL"] += 1
         if kind not in ("compiled", "refused"):
             failures += 1

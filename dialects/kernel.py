@@ -62,7 +62,7 @@ from teeny_ir.core.derivations import Derivation
 from teeny_ir.ir.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
 from teeny_ir.ir.verifier import verification_memo
 from teeny_ir.kernels import validator
-from teeny_ir.kernels.contract import KernelFamily
+from teeny_ir.kernels.contract import KernelFamily, element_type_of
 from teeny_ir.kernels.validator import BATCH, LaunchContract
 
 if TYPE_CHECKING:
@@ -83,11 +83,17 @@ def _print_name(printer: Printer, name: str) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _is_batch_tensor(type_: Attribute, *, static: bool, strided: bool = False) -> bool:
-    """An f32 tensor, sizes >= 1, ``?`` only at dimension 0 (and nowhere if
-    ``static``), without encoding - or, with ``strided``, possibly a
-    `BatchStrideAttr` one whose stride covers an image."""
-    if not isinstance(type_, TensorType) or not isinstance(type_.element_type, Float32Type):
+def _is_batch_tensor(
+    type_: Attribute, *, static: bool, strided: bool = False, element: str = "f32"
+) -> bool:
+    """An f32 (``element="i64"``: i64) tensor, sizes >= 1, ``?`` only at
+    dimension 0 (and nowhere if ``static``), without encoding - or, with
+    ``strided``, possibly a `BatchStrideAttr` one whose stride covers an image."""
+    if not isinstance(type_, TensorType):
+        return False
+    if element == "i64" and type_.element_type != i64:
+        return False
+    if element != "i64" and not isinstance(type_.element_type, Float32Type):
         return False
     if type_.encoding != NoneAttr():
         if not strided or not isinstance(type_.encoding, BatchStrideAttr):
@@ -421,12 +427,17 @@ class LaunchOp(IRDLOperation):
             family = validator.family_of(self.family)
         except validator.ContractError as err:
             raise VerifyException(str(err)) from None
-        for what, values in (("operand", self.inputs), ("result", self.outputs)):
+        elements = _element_types(family, self.arg_bindings)
+        for what, prefix, values in (
+            ("operand", "in", self.inputs),
+            ("result", "out", self.outputs),
+        ):
             for index, value in enumerate(values):
-                if not _is_batch_tensor(value.type, static=False, strided=True):
+                element = elements.get(f"{prefix}{index}", "f32")
+                if not _is_batch_tensor(value.type, static=False, strided=True, element=element):
                     raise VerifyException(
-                        f"{what} #{index} must be an f32 tensor with sizes >= 1 whose only "
-                        "dynamic dimension is the batch (0), contiguous or with a "
+                        f"{what} #{index} must be an {element} tensor with sizes >= 1 whose "
+                        "only dynamic dimension is the batch (0), contiguous or with a "
                         f"#kernel.batch_stride covering an image, got {value.type}"
                     )
         constexprs = _constexpr_values(family, self.constexprs_attr.data)
@@ -616,14 +627,18 @@ class ParamOp(IRDLOperation):
         start = parser.pos
         attr = parser.parse_attribute()
         if not isinstance(attr, DerivationAttr):
-            parser.raise_error(f"expected a #derive.param derivation, got {attr}", start, parser.pos)
+            parser.raise_error(
+                f"expected a #derive.param derivation, got {attr}", start, parser.pos
+            )
         parser.parse_punctuation(":")
         pos = parser.pos
         type_ = parse_tensor_type(parser)
         op = cls(attr.data)
         if type_ != op.result.type:
             parser.raise_error(
-                f"the type {type_} does not match the derivation's {op.result.type}", pos, parser.pos
+                f"the type {type_} does not match the derivation's {op.result.type}",
+                pos,
+                parser.pos,
             )
         return op
 
@@ -743,9 +758,10 @@ class ReshapeOp(IRDLOperation):
     def verify_(self) -> None:
         types = []
         for what, type_ in (("source", self.source.type), ("result", self.result.type)):
-            if not _is_batch_tensor(type_, static=False, strided=True) or not cast(
-                TensorType, type_
-            ).get_shape():
+            if (
+                not _is_batch_tensor(type_, static=False, strided=True)
+                or not cast(TensorType, type_).get_shape()
+            ):
                 raise VerifyException(
                     f"the {what} must be an f32 tensor of rank >= 1 whose only dynamic "
                     f"dimension is the batch, contiguous or with a #kernel.batch_stride, got {type_}"
@@ -1028,6 +1044,16 @@ def _check_slots(slots: Sequence[ParamSlotAttr]) -> set[str]:
                 f"{list(slot.derivation.data.shape)}"
             )
     return names
+
+
+def _element_types(family: KernelFamily, bindings: Sequence[tuple[str, str]]) -> dict[str, str]:
+    """``in<N>``/``out<N>`` -> the element type the ABI argument bound to it takes
+    (a pointer of the family's ``*i64`` type takes an i64 tensor, else f32)."""
+    types: dict[str, str] = {}
+    for arg, (_, text) in zip(family.args, bindings, strict=False):
+        if arg.kind in ("input", "output"):
+            types.setdefault(text, element_type_of(arg.dtype))
+    return types
 
 
 def _check_bindings(

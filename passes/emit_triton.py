@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, ModuleOp, TensorType
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, ModuleOp, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -161,7 +161,9 @@ class _Names:
         if value not in self.names:
             self.names[value] = f"t{len(self.plan.buffers)}"
             self.plan.origins["buffers", len(self.plan.buffers)] = where
-            self.plan.buffers.append(TensorSpec(self.names[value], _shape(value, where)))
+            self.plan.buffers.append(
+                TensorSpec(self.names[value], _shape(value, where), _dtype(value))
+            )
         return self.names[value], 0
 
     def define(self, value: SSAValue, where: Operation) -> str:
@@ -217,7 +219,7 @@ def _collect(forward: FuncOp) -> _Collected:
                 forward,
             )
         names.input(argument, index)
-        plan.inputs.append(TensorSpec(f"in{index}", _shape(argument, forward)))
+        plan.inputs.append(TensorSpec(f"in{index}", _shape(argument, forward), _dtype(argument)))
         plan.origins["inputs", index] = forward
     for op in forward.body.block.ops:
         if isinstance(op, WeightOp):
@@ -242,18 +244,25 @@ def _collect(forward: FuncOp) -> _Collected:
     return plan
 
 
+def _dtype(value: SSAValue) -> str:
+    """The plan dtype of a value `_shape` accepted: ``i64`` or ``f32``."""
+    assert isinstance(value.type, TensorType)
+    return "i64" if value.type.element_type == i64 else "f32"
+
+
 def _shape(value: SSAValue, where: Operation) -> tuple[int | str, ...]:
-    """The plan shape of an f32 tensor whose only dynamic dimension is the batch."""
+    """The plan shape of an f32 or i64 tensor whose only dynamic dimension is the batch."""
     type_ = value.type
     if (
         not isinstance(type_, TensorType)
-        or not isinstance(type_.element_type, Float32Type)
+        or not (isinstance(type_.element_type, Float32Type) or type_.element_type == i64)
         or any(
             d < 1 and not (i == 0 and d == DYNAMIC_INDEX) for i, d in enumerate(type_.get_shape())
         )
     ):
         raise _error(
-            f"emit-triton expects f32 tensors whose only dynamic dimension is the batch (0), "
+            "emit-triton expects f32 or i64 tensors whose only dynamic dimension is the batch "
+            "(0), "
             f"got {type_}",
             where,
         )

@@ -37,6 +37,7 @@ from dialects.kernel import ConcatOp, LaunchOp, ReshapeOp, SliceOp, WeightOp
 from dialects.kernel import ParamOp as KernelParamOp
 from teeny_ir.core.derivations import Derivation
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.lowering import Unlowerable, lowering_for, tensor_type
 from teeny_ir.kernels.views import form_views
 
@@ -84,7 +85,10 @@ class _Plan:
         for old, launch in self.launches:
             assert old.parent is not None
             old.parent.insert_op_before(launch, old)
-            for result, replacement in zip(old.results, launch.results, strict=True):
+            # A launch may have results beyond the op's: status outputs that
+            # the runtime checks (`KernelFamily.status_checks`), used by nothing.
+            replacements = launch.results[: len(old.results)]
+            for result, replacement in zip(old.results, replacements, strict=True):
                 result.replace_all_uses_with(replacement)
             old.parent.erase_op(old)
         for param, value in self.materialized:
@@ -155,6 +159,7 @@ def plan_function(function: FuncOp) -> _Plan:
             continue  # a view (teeny_ir.kernels.views): no contract, no weights
         try:
             launch.check_plan()
+            _check_extra_results(op, launch)
             _declare_weights(launch, {**_epilogue_weights(op), **types}, declared, plan.weights)
         except (VerifyException, Unlowerable) as err:
             plan.errors.append(_error(op, str(err)))
@@ -172,6 +177,19 @@ def plan_function(function: FuncOp) -> _Plan:
                 weight.location = param.location
                 plan.weights.append(weight)
     return plan
+
+
+def _check_extra_results(op: Operation, launch: LaunchOp) -> None:
+    """The launch's results past the op's must each be a status output of its
+    family (checked by the runtime), never a value the graph would lose."""
+    family = FAMILIES[launch.family]
+    status = {text for name, text in launch.arg_bindings if name in family.status_checks}
+    for index in range(len(op.results), len(launch.results)):
+        if f"out{index}" not in status:
+            raise Unlowerable(
+                f"internal: result #{index} of the '{launch.family}' launch is neither a "
+                "result of the op nor a status output of its family"
+            )
 
 
 def named_location(op: Operation) -> LocationAttr:

@@ -11,7 +11,10 @@ CASES.json holds ``{"cases": [case, ...]}``; a case is::
      "grid": [g0, g1, g2], "num_warps": 4, "pad": P,
      "args": [{"array": "x.npy"}, {"output": numel}, {"int": 63}, ...]}
 
-``args`` are the kernel's non-constexpr arguments in ABI order. Every array
+``args`` are the kernel's non-constexpr arguments in ABI order (an int64
+``.npy`` array is passed as int64, padded with `I64_PAD`; an output with
+``"dtype": "i64"`` is int64, `I64_UNWRITTEN` in the view and `I64_CANARY` in
+the padding). Every array
 and output is passed as a view into a larger buffer with ``P`` elements of
 padding on each side: inputs are padded with NaN (an unmasked tail read then
 poisons the result), outputs start as NaN in the view (an element the kernel
@@ -33,6 +36,12 @@ from teeny_ir.backend.kernel_files import import_kernel
 
 CANARY = 1234.5
 """The value in an output's padding; any other value there means corruption."""
+I64_CANARY = -777_777_777
+"""The padding of an i64 output (a status)."""
+I64_UNWRITTEN = -555_555_555
+"""What an i64 output holds before the kernel writes it."""
+I64_PAD = 1 << 40
+"""The padding of an i64 input (class indices): read unmasked, it is out of range."""
 
 
 Kernels = dict[tuple[str, str], Callable[..., Any]]
@@ -56,14 +65,22 @@ def _run_case(case: dict[str, Any], kernels: Kernels) -> dict[int, Any]:
         if "int" in spec:
             args.append(int(spec["int"]))
         elif "array" in spec:
-            data = np.load(spec["array"], allow_pickle=False).astype(np.float32).ravel()
-            buffer = torch.full((data.size + 2 * pad,), float("nan"), dtype=torch.float32)
+            data = np.load(spec["array"], allow_pickle=False).ravel()
+            if data.dtype == np.int64:  # class indices: padded with an index far out of range
+                buffer = torch.full((data.size + 2 * pad,), I64_PAD, dtype=torch.int64)
+            else:
+                data = data.astype(np.float32)
+                buffer = torch.full((data.size + 2 * pad,), float("nan"), dtype=torch.float32)
             buffer[pad : pad + data.size] = torch.from_numpy(data)
             args.append(buffer[pad : pad + data.size])
         else:
             numel = int(spec["output"])
-            buffer = torch.full((numel + 2 * pad,), CANARY, dtype=torch.float32)
-            buffer[pad : pad + numel] = float("nan")
+            if spec.get("dtype") == "i64":
+                buffer = torch.full((numel + 2 * pad,), I64_CANARY, dtype=torch.int64)
+                buffer[pad : pad + numel] = I64_UNWRITTEN
+            else:
+                buffer = torch.full((numel + 2 * pad,), CANARY, dtype=torch.float32)
+                buffer[pad : pad + numel] = float("nan")
             args.append(buffer[pad : pad + numel])
             outputs[index] = buffer
     kernel = _kernel(case["kernel_file"], case["kernel_name"], kernels)

@@ -308,8 +308,8 @@ def run_harness(cases: list[Case], workdir: Path) -> dict[str, np.ndarray]:
                 array = workdir / f"case{index}_arg{arg_index}.npy"
                 np.save(array, value)
                 args.append({"array": str(array)})
-            elif isinstance(value, tuple):
-                args.append({"output": value[1]})
+            elif isinstance(value, tuple):  # ("output", numel[, dtype])
+                args.append({"output": value[1]} | ({"dtype": value[2]} if value[2:] else {}))
             else:
                 args.append({"int": value})
         specs.append(

@@ -24,16 +24,18 @@ from typing import Any
 from teeny_ir.core.derivations import KINDS, Derivation, DerivationError
 from teeny_ir.core.expressions import ExpressionError, parse, symbols
 from teeny_ir.kernels import validator
-from teeny_ir.kernels.contract import MAX_NUM_WARPS, KernelFamily
+from teeny_ir.kernels.contract import MAX_NUM_WARPS, KernelFamily, element_type_of
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import RenderError, render
 
 FORMAT = "teeny-ir-plan"
-VERSION = 3
+VERSION = 4
 """2: a pointwise constexpr is the name of a pointwise-table entry (a string).
 3: ``views`` (channel slices of buffers, zero-copy splits and concats), each
 launch's ``sources`` (the graph ops it implements, with their locations), launch
-inputs bound to parameters, and ``literal`` derivations (``bits``)."""
+inputs bound to parameters, and ``literal`` derivations (``bits``).
+4: inputs and buffers may be ``i64`` (class indices, status outputs), and a
+family's status outputs (`KernelFamily.status_checks`) are checked after the run."""
 BATCH = "B"
 """The only symbol plan expressions may use: the batch size."""
 
@@ -41,6 +43,9 @@ _NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _F32 = {"const": "f32"}
+DTYPES = ("f32", "i64")
+"""Element types of plan inputs and buffers (views, weights and params are f32)."""
+_DTYPE = {"enum": list(DTYPES)}
 
 
 def _int(minimum: int, maximum: int | None = None) -> dict[str, Any]:
@@ -61,7 +66,7 @@ def _record(properties: dict[str, Any], *optional: str) -> dict[str, Any]:
 
 _DIMS = _array(_int(1))
 _SHAPE = _array({"oneOf": [_int(1), _TEXT]})
-_TENSOR = _record({"name": _NAME, "shape": _SHAPE, "dtype": _F32})
+_TENSOR = _record({"name": _NAME, "shape": _SHAPE, "dtype": _DTYPE})
 _SOURCE = _record({"op": _TEXT, "loc": _TEXT}, "loc")
 _VIEW = _record(
     {"name": _NAME, "shape": _SHAPE, "dtype": _F32, "base": _NAME}
@@ -114,10 +119,12 @@ class PlanError(Exception):
 
 @dataclass(frozen=True)
 class TensorSpec:
-    """An input or buffer: entries of ``shape`` are ints or expressions over ``B``."""
+    """An input or buffer: entries of ``shape`` are ints or expressions over ``B``;
+    ``dtype`` one of `DTYPES`."""
 
     name: str
     shape: tuple[int | str, ...]
+    dtype: str = "f32"
 
 
 @dataclass(frozen=True)
@@ -226,7 +233,8 @@ class Plan:
 
     def to_json(self) -> dict[str, Any]:
         def tensor(t: TensorSpec | WeightSpec | ParamSpec) -> dict[str, Any]:
-            return {"name": t.name, "shape": list(t.shape), "dtype": "f32"}
+            dtype = t.dtype if isinstance(t, TensorSpec) else "f32"
+            return {"name": t.name, "shape": list(t.shape), "dtype": dtype}
 
         def kernel(k: KernelSpec) -> dict[str, Any]:
             data: dict[str, Any] = {"name": k.name, "family": k.family, "file": k.file}
@@ -280,7 +288,9 @@ class Plan:
 
         def tensor(t: Mapping[str, Any]) -> TensorSpec:
             return TensorSpec(
-                t["name"], tuple(d if isinstance(d, str) else int(d) for d in t["shape"])
+                t["name"],
+                tuple(d if isinstance(d, str) else int(d) for d in t["shape"]),
+                t["dtype"],
             )
 
         def param(p: Mapping[str, Any]) -> ParamSpec:
@@ -467,6 +477,7 @@ def _check_semantics(plan: Plan, root: Path) -> None:
                 raise PlanError(f"tensor '{spec.name}' is defined twice")
             kinds[spec.name] = kind
     regions = _check_views(plan, kinds)
+    dtypes = {spec.name: spec.dtype for spec in (*plan.inputs, *plan.buffers)}
     uses_batch = False
     tensors: list[TensorSpec | ViewSpec] = [*plan.inputs, *plan.buffers, *plan.views]
     for tensor in tensors:
@@ -526,6 +537,9 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             if kind not in _POINTER_REFS[abi.kind]:
                 allowed = " or ".join(_POINTER_REFS[abi.kind])
                 raise PlanError(f"{what} must refer to: {allowed}; got {kind} '{arg.tensor}'")
+            dtype, wanted = dtypes.get(arg.tensor, "f32"), element_type_of(abi.dtype)
+            if dtype != wanted:
+                raise PlanError(f"{what} takes {wanted}, got {dtype} tensor '{arg.tensor}'")
             if (
                 abi.kind == "input"
                 and kind in ("buffer", "view")

@@ -33,6 +33,12 @@ class KernelArg:
     dtype: str  # Triton signature type: "*fp32", "i32", "fp32"
 
 
+def element_type_of(dtype: str) -> str:
+    """The tensor element type (``f32`` or ``i64``) a pointer of Triton type
+    ``dtype`` (``*fp32``, ``*i64``) takes."""
+    return "i64" if dtype == "*i64" else "f32"
+
+
 @dataclass(frozen=True)
 class Constexpr:
     """A compile-time parameter.
@@ -52,6 +58,21 @@ class Constexpr:
     minimum: int = 0
     slot: str = ""
     epilogue: bool = False
+
+
+@dataclass(frozen=True)
+class StatusCheck:
+    """A status output the runtime reads after the run (`teeny_ir.runtime.checks`).
+
+    ``index_range``: the kernel writes ``[count, first index, its value]`` (i64)
+    for the indices it found outside ``[0, limit)``, where ``limit`` names a
+    ``dim`` argument; a non-zero count is an error naming the launch's graph op
+    (``"target 12 at index 3 is out of range [0, 10)"`` with ``what = "target"``).
+    """
+
+    kind: Literal["index_range"]
+    limit: str
+    what: str
 
 
 @dataclass(frozen=True)
@@ -98,6 +119,10 @@ class KernelFamily:
     pointer's footprint (an expression using the stride) to fit the tensor's
     span ``(B - 1) * stride + prod(shape[1:])``. A pointer not listed takes
     only contiguous tensors."""
+    status_checks: Mapping[str, StatusCheck] = field(default_factory=dict[str, StatusCheck])
+    """Output pointer argument -> the check the runtime applies to what the
+    kernel wrote there (a run-time error, such as a class index out of range,
+    that a kernel cannot raise itself)."""
 
     def arg(self, name: str) -> KernelArg:
         for arg in self.args:

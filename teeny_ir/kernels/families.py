@@ -13,7 +13,7 @@ import importlib
 
 from teeny_ir.kernels.contract import KernelFamily
 
-FAMILY_PACKAGES = ("elementwise", "conv1x1_gemm", "implicit_gemm_conv", "depthwise_conv", "pool2d", "upsample_nearest2d", "concat", "split", "channel_affine", "transpose", "linear", "matmul", "softmax", "reduce")
+FAMILY_PACKAGES = ("elementwise", "conv1x1_gemm", "implicit_gemm_conv", "depthwise_conv", "pool2d", "upsample_nearest2d", "concat", "split", "channel_affine", "transpose", "linear", "matmul", "softmax", "reduce", "cross_entropy")
 """Every kernel family, by subpackage name (= family name)."""
 
 

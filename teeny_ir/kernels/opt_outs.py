@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dialects.graph.conv import Conv2dOp
 from dialects.graph.param import ParamOp
-from dialects.graph.reduce import CrossEntropyOp
 from teeny_ir.kernels.lowering import no_kernel
 
 no_kernel(
@@ -19,8 +18,4 @@ no_kernel(
     "convolutions lower as graph.fused_conv2d "
     "(run fuse-conv-bn-act and select-conv-algorithm first)",
     Conv2dOp,
-)
-no_kernel(
-    "no kernel family implements it yet",
-    CrossEntropyOp,
 )

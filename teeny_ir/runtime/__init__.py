@@ -2,7 +2,7 @@
 
 ``load(DIR).run(inputs, weights)`` checks everything before any launch - the
 backend (`teeny_ir.runtime.backends.usable_backend`), the plan
-(`teeny_ir.backend.plan.load_plan`), the inputs (count, float32, rank, static
+(`teeny_ir.backend.plan.load_plan`), the inputs (count, float32 or int64, rank, static
 dims, one batch ``B >= 1``, every shape, grid and argument expression
 evaluable and in range at that ``B``) and the weights (every missing or
 mis-shaped one named in one error) - binds the parameters through
@@ -38,6 +38,7 @@ from teeny_ir.runtime.backends import BACKENDS, Backend, usable_backend
 from teeny_ir.runtime.errors import (
     BackendUnavailableError,
     RuntimeInputError,
+    StatusCheckError,
     UnusedWeightsWarning,
     WorkerError,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "Executable",
     "PlanError",
     "RuntimeInputError",
+    "StatusCheckError",
     "UnusedWeightsWarning",
     "WorkerError",
     "load",
@@ -107,7 +109,9 @@ class Executable:
         given; ``progress`` is called with (launches done, launches in all) as
         the run advances; ``trace`` gets each launch's outputs (by launch
         index). Raises `RuntimeInputError` (`BackendUnavailableError` for a backend
-        that cannot run here) before any launch, `WorkerError` when one fails."""
+        that cannot run here) before any launch, `StatusCheckError` (a
+        `RuntimeInputError`) when a kernel reports bad input data through a
+        status output (`teeny_ir.runtime.checks`), `WorkerError` when one fails."""
         times: dict[str, float] = {} if timings is None else timings
         start = time.perf_counter()
         chosen = usable_backend(backend)
@@ -141,7 +145,12 @@ class Executable:
         for index, (spec, array) in enumerate(zip(specs, inputs, strict=True)):
             if not isinstance(array, np.ndarray):
                 raise RuntimeInputError(f"input {index} is a {type(array).__name__}, not an array")
-            if array.dtype != np.float32:
+            if spec.dtype == "i64":
+                if array.dtype != np.int64:
+                    raise RuntimeInputError(
+                        f"input {index} has dtype {array.dtype}, expected int64 (class indices)"
+                    )
+            elif array.dtype != np.float32:
                 raise RuntimeInputError(f"input {index} has dtype {array.dtype}, expected float32")
             if array.ndim != len(spec.shape):
                 raise RuntimeInputError(

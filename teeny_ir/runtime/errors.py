@@ -21,3 +21,8 @@ class UnusedWeightsWarning(UserWarning):
 
     PyTorch's batch-norm counters (``*.num_batches_tracked``), in every state
     dict with batch norm and never read for inference, are not reported."""
+
+
+class StatusCheckError(RuntimeInputError):
+    """A kernel reported bad input data through a status output (a class index
+    out of range): one line naming the graph op and its source location."""

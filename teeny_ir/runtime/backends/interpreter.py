@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from teeny_ir.backend.triton_settings import interpreter_environment
-from teeny_ir.runtime.errors import BackendUnavailableError, WorkerError
+from teeny_ir.runtime.errors import BackendUnavailableError, StatusCheckError, WorkerError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,7 +53,9 @@ TIMINGS_FILE = "timings.json"
 """The worker's stage times in seconds."""
 ERROR_FILE = "error.json"
 """Written by a failing worker: ``{"error": one line, "unavailable": "torch", "triton"
-or null, "missing": whether that module is not installed at all}``."""
+or null, "missing": whether that module is not installed at all, "check": whether
+it is a status check (`teeny_ir.runtime.checks`: bad input data, raised as
+`StatusCheckError`)}``."""
 LOG_FILE = "worker.log"
 """The worker's stdout and stderr (a failure's full traceback); kept after a failure."""
 TRACE_FILE = "trace.safetensors"
@@ -221,6 +223,8 @@ def _failure(workdir: Path, status: int) -> Exception:
             problem = "" if report.get("missing") else str(report.get("error", "")) or "?"
             return BackendUnavailableError(needs(unavailable, problem))
         summary = str(report.get("error", ""))
+        if report.get("check") is True and summary:
+            return StatusCheckError(summary)
     if not summary:
         summary = _last_line(log) or "it wrote nothing"
     if status < 0:

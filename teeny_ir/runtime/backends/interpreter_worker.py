@@ -7,14 +7,17 @@ Started by `teeny_ir.runtime.backends.interpreter` with the environment of
 directory and the batch size) and ``tensors.safetensors`` (inputs and bound
 parameters by plan name). The worker validates the plan again, imports each
 kernel file by path (`teeny_ir.backend.kernel_files.import_kernel`), allocates
-torch CPU float32 buffers (filled with NaN, so a region no kernel wrote shows),
-launches in plan order and writes ``outputs.safetensors`` (``output_0 ...``)
+torch CPU buffers (float32 filled with NaN, so a region no kernel wrote shows;
+int64 status outputs filled with -1), launches in plan order, checks the status
+outputs (`teeny_ir.runtime.checks`) and writes ``outputs.safetensors`` (``output_0 ...``)
 and ``timings.json``.
 
 A failure prints its traceback and then a line ``error: TYPE: MESSAGE`` on
 stderr (the parent sends both streams to ``worker.log``), writes
 ``error.json`` - the error on one line, and which of torch and triton could not
-be imported, if that is what failed - and exits with status 1. The parent
+be imported, if that is what failed - and exits with status 1. A status check that fails (bad input data, such as a
+class index out of range) writes its one line with ``"check": true`` and no
+traceback. The parent
 reports that one line and the log's path, never the traceback itself.
 """
 
@@ -47,6 +50,8 @@ from teeny_ir.runtime.backends.interpreter import (
     TRACE_FILE,
     WORKER_MODULE,
 )
+from teeny_ir.runtime.checks import check_statuses, status_tensors
+from teeny_ir.runtime.errors import StatusCheckError
 
 
 class _Unavailable(Exception):
@@ -96,7 +101,10 @@ def run(workdir: Path) -> None:
     env = {BATCH: batch}
     for buffer in plan.buffers:
         shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
-        tensors[buffer.name] = torch.full(shape, float("nan"), dtype=torch.float32)
+        if buffer.dtype == "i64":  # a status output: -1 reads as "not written"
+            tensors[buffer.name] = torch.full(shape, -1, dtype=torch.int64)
+        else:
+            tensors[buffer.name] = torch.full(shape, float("nan"), dtype=torch.float32)
     for view in plan.views:
         # A channel slice: images batch_stride apart, each contiguous, offset
         # into the base's images (the plan loader proved it inside the base).
@@ -111,6 +119,8 @@ def run(workdir: Path) -> None:
     traced: dict[str, Any] | None = {} if request.get("trace") else None
     _launch_all(plan, kernels, tensors, env, workdir / PROGRESS_FILE, traced)
     times["launches"] = time.perf_counter() - start
+    statuses = {name: tensors[name].tolist() for _, name, _ in status_tensors(plan)}
+    check_statuses(plan, statuses, batch)
 
     outputs = {
         f"output_{i}": tensors[name].contiguous().numpy().copy()
@@ -167,6 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     workdir = Path(args[0])
     try:
         run(workdir)
+    except StatusCheckError as err:  # bad input data, not a failure: no traceback
+        print(f"error: {err}", file=sys.stderr)
+        _report(workdir, str(err), None, check=True)
+        return 1
     except Exception as err:  # noqa: BLE001 - reported to the parent in error.json
         traceback.print_exc()
         cause = err.cause if isinstance(err, _Unavailable) else err
@@ -177,13 +191,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _report(workdir: Path, summary: str, unavailable: _Unavailable | None) -> None:
+def _report(
+    workdir: Path, summary: str, unavailable: _Unavailable | None, *, check: bool = False
+) -> None:
     """Write ``error.json`` for the parent (best effort: the log has it all)."""
     lines = summary.strip().splitlines()
     data = {
         "error": lines[0] if lines else summary,
         "unavailable": unavailable.module if unavailable else None,
         "missing": bool(unavailable and unavailable.missing),
+        "check": check,
     }
     with contextlib.suppress(OSError):
         (workdir / ERROR_FILE).write_text(json.dumps(data), encoding="utf-8")
