@@ -13,18 +13,28 @@ the convolution (a block argument or an earlier op's result), so the fused op
 can take the add's place. A fusion that is blocked leaves the IR as it is and
 says why in a remark at the op that was not fused.
 
-A ``graph.linear`` without an activation absorbs its epilogue the same way:
-``linear -> [bias_add] -> [activation]`` (single-use values) becomes one
-``graph.linear`` with the bias as its bias operand and the activation as its
-``activation`` (in both modes). A ``graph.bias_add`` joins only a bias-less
-rank-2 linear, whose dimension 1 (the one bias_add broadcasts along) is the
-output features, and only with a ``graph.param`` bias.
+A ``graph.linear`` or ``graph.matmul`` without an activation absorbs its
+epilogue the same way: ``linear|matmul -> [bias] -> [activation]`` (single-use
+values) becomes one op of its kind with the bias as its ``bias`` operand and
+the activation as its ``activation`` (in both modes), ``y = act(x @ w + bias)``.
+The bias is a ``graph.add`` (either operand order) of the product and a
+``graph.param`` of shape [N], N the result's last dimension (numpy
+broadcasting adds it along that dimension, at any rank), or, for a rank-2
+linear only, a ``graph.bias_add`` of a ``graph.param`` (bias_add broadcasts
+along dimension 1, which is then the output features); it joins only an op
+that has no bias yet.
+
+A standalone inference ``graph.batch_norm`` (one no convolution chain
+absorbed: the convolution comes first in its block, so its chain is grown
+first) followed by a single-use activation becomes one ``graph.batch_norm``
+carrying the activation as its ``activation`` (inference mode only; training
+mode leaves both ops).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from xdsl.context import Context
@@ -37,6 +47,7 @@ from xdsl.dialects.builtin import (
     StringAttr,
     TensorType,
     UnknownLoc,
+    f32,
 )
 from xdsl.ir import Attribute, BlockArgument, Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -51,7 +62,7 @@ from xdsl.pattern_rewriter import (
 from dialects.derive import DerivationAttr
 from dialects.graph.conv import Conv2dOp, FusedConv2dOp
 from dialects.graph.elementwise import AddOp, BiasAddOp
-from dialects.graph.linear import LinearOp
+from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core import pointwise
@@ -303,48 +314,82 @@ class FuseConvChain(RewritePattern):
         return fused
 
 
+def _vector_operand(add: AddOp, value: SSAValue) -> SSAValue | None:
+    """The other operand of ``add`` (one of whose operands is ``value``) if it is a
+    rank-1 tensor: a candidate bias along the last dimension."""
+    other = _other_operand(add, value)
+    if isinstance(other.type, TensorType) and len(other.type.get_shape()) == 1:
+        return other
+    return None
+
+
+GemmOp = LinearOp | MatmulOp
+
+
 @dataclass
-class FuseLinearChain(RewritePattern):
-    """Grow ``linear -> [bias_add] -> [activation]`` from each graph.linear that has
-    no activation yet, and replace it by one graph.linear carrying both."""
+class _FuseGemmChain(RewritePattern):
+    """Grow ``root -> [bias] -> [activation]`` from a graph.linear or graph.matmul
+    (the root) that has no activation yet, and replace it by one op of the root's
+    kind carrying both. The bias is a ``graph.add`` of a [N] ``graph.param``
+    (either operand order; N the result's last dimension) or, for a rank-2
+    linear, a ``graph.bias_add``; it joins only a root without a bias."""
 
     engine: DiagnosticEngine
     fusions: int = 0
     blocked: int = 0
+    made: set[Operation] = field(default_factory=set[Operation])
+    """The ops this pattern built: the walker visits them again, and growing one
+    of them would repeat the remarks its fusion made."""
+
+    what: ClassVar[str]
+    """The root, as remarks name it."""
 
     def _remark(self, message: str, op: Operation) -> None:
         self.blocked += 1
         self.engine.remark(message, op)
 
-    @staticmethod
-    def _accepts(ops: list[Operation], op: Operation) -> bool:
-        """Whether ``op`` may come next (a bias_add only straight after the linear)."""
-        if not op.operands or op.operands[0] is not ops[-1].results[0]:
+    def _accepts(self, ops: list[Operation], op: Operation) -> bool:
+        """Whether ``op`` may come next (a bias straight after the root, an
+        activation after either)."""
+        tail = ops[-1].results[0]
+        if isinstance(op, AddOp):
+            return len(ops) == 1 and _vector_operand(op, tail) is not None
+        if not op.operands or op.operands[0] is not tail:
             return False
         if isinstance(op, BiasAddOp):
-            return len(ops) == 1
+            return len(ops) == 1 and isinstance(ops[0], LinearOp)
         return epilogue_activation(op) is not None and epilogue_activation(ops[-1]) is None
 
-    @staticmethod
-    def _blocker(linear: LinearOp, op: Operation) -> str | None:
-        if not isinstance(op, BiasAddOp):
+    def _blocker(self, root: GemmOp, op: Operation) -> str | None:
+        if not isinstance(op, AddOp | BiasAddOp):
             return None
-        if linear.bias is not None:
-            return "the linear layer already has a bias"
-        assert isinstance(linear.result.type, TensorType)
-        if len(linear.result.type.get_shape()) != 2:
-            return (
-                "graph.bias_add adds along dimension 1, not the output features "
-                "of a linear layer of rank > 2"
-            )
-        if _param(op.bias) is None:
-            return "the bias of graph.bias_add is not a graph.param"
+        if root.bias is not None:
+            return f"the {self.what} already has a bias"
+        assert isinstance(root.result.type, TensorType)
+        shape = root.result.type.get_shape()
+        if isinstance(op, BiasAddOp):
+            if len(shape) != 2:
+                return (
+                    "graph.bias_add adds along dimension 1, not the output features "
+                    "of a linear layer of rank > 2"
+                )
+            bias = op.bias
+        else:
+            vector = _vector_operand(op, root.result)
+            assert vector is not None
+            bias = vector
+            if bias.type != TensorType(f32, [shape[-1]]):
+                return (
+                    f"the other operand of graph.add has type {bias.type}, not a bias "
+                    f"[{shape[-1]}] along the last dimension of the {root.name} result"
+                )
+        if _param(bias) is None:
+            return f"the bias of {op.name} is not a graph.param"
         return None
 
-    @op_type_rewrite_pattern
-    def match_and_rewrite(self, op: LinearOp, rewriter: PatternRewriter) -> None:
-        if op.activation_attr is not None:
-            return  # already carries its epilogue
+    def _fuse(self, op: GemmOp, rewriter: PatternRewriter) -> None:
+        if op.activation_attr is not None or op in self.made:
+            return  # already carries its epilogue, or was made by this pattern
         ops: list[Operation] = [op]
         bias = op.bias
         while True:
@@ -364,12 +409,14 @@ class FuseLinearChain(RewritePattern):
                 break
             if isinstance(user, BiasAddOp):
                 bias = user.bias
+            elif isinstance(user, AddOp):
+                bias = _vector_operand(user, op.result)
             ops.append(user)
         if len(ops) == 1:
             return
         activation = next((epilogue_activation(o) for o in ops[1:] if epilogue_activation(o)), None)
-        fused = LinearOp.create(
-            operands=[op.input, op.weight, *([] if bias is None else [bias])],
+        fused = type(op).create(
+            operands=[*op.operands[:2], *([] if bias is None else [bias])],
             result_types=[ops[-1].results[0].type],
             properties={
                 **op.properties,
@@ -378,22 +425,106 @@ class FuseLinearChain(RewritePattern):
             attributes=dict(op.attributes),
         )
         fused.location = fused_location(ops)
+        self.made.add(fused)
         rewriter.replace(ops[-1], fused)
         for old in reversed(ops[:-1]):
             rewriter.erase(old)
         self.fusions += 1
 
 
+@dataclass
+class FuseLinearChain(_FuseGemmChain):
+    """Grow ``linear -> [bias] -> [activation]`` from each graph.linear that has no
+    activation yet, and replace it by one graph.linear carrying both. The bias is
+    a ``graph.add`` of a [out] ``graph.param`` (any rank) or a ``graph.bias_add``
+    (rank 2), joining a linear without a bias."""
+
+    what: ClassVar[str] = "linear layer"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: LinearOp, rewriter: PatternRewriter) -> None:
+        self._fuse(op, rewriter)
+
+
+@dataclass
+class FuseMatmulChain(_FuseGemmChain):
+    """Grow ``matmul -> [add of a [N] graph.param bias] -> [activation]`` from each
+    graph.matmul that has no activation yet, and replace it by one graph.matmul
+    carrying both (``y = act(lhs @ rhs + bias)``)."""
+
+    what: ClassVar[str] = "matmul"
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: MatmulOp, rewriter: PatternRewriter) -> None:
+        self._fuse(op, rewriter)
+
+
+@dataclass
+class FuseNormChain(RewritePattern):
+    """Fold the single-use epilogue activation that follows a standalone inference
+    graph.batch_norm (one no convolution chain absorbed) into its ``activation``.
+    Inference mode only; the pass lists it after `FuseConvChain`, and the walker
+    reaches a convolution before the batch norm it feeds, so a chain that can
+    absorb the batch norm does so first."""
+
+    engine: DiagnosticEngine
+    fusions: int = 0
+    blocked: int = 0
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: BatchNormOp, rewriter: PatternRewriter) -> None:
+        if op.training or op.activation_attr is not None:
+            return
+        users = [use.operation for use in op.result.uses]
+        candidates = [
+            user
+            for user in users
+            if epilogue_activation(user) is not None and user.operands[0] is op.result
+        ]
+        if not candidates:
+            return
+        if len(users) > 1:
+            for user in dict.fromkeys(candidates):
+                self.blocked += 1
+                self.engine.remark(f"not fused: the {op.name} result has {len(users)} uses", user)
+            return
+        (user,) = candidates
+        fused = BatchNormOp.create(
+            operands=list(op.operands),
+            result_types=[user.results[0].type],
+            properties={
+                **op.properties,
+                "activation": StringAttr(str(epilogue_activation(user))),
+            },
+            attributes=dict(op.attributes),
+        )
+        fused.location = fused_location([op, user])
+        rewriter.replace(user, fused)
+        rewriter.erase(op)
+        self.fusions += 1
+
+
 def fuse_conv_bn_act_patterns(mode: Mode, engine: DiagnosticEngine) -> list[RewritePattern]:
-    """The pass's patterns (remarks on blocked fusions go to ``engine``)."""
-    return [FuseConvChain(mode, engine), FuseLinearChain(engine)]
+    """The pass's patterns (remarks on blocked fusions go to ``engine``): the
+    convolution chain first, the standalone batch norm's (inference only) last."""
+    patterns: list[RewritePattern] = [
+        FuseConvChain(mode, engine),
+        FuseLinearChain(engine),
+        FuseMatmulChain(engine),
+    ]
+    if mode == "inference":
+        patterns.append(FuseNormChain(engine))
+    return patterns
 
 
 @dataclass(frozen=True)
 class FuseConvBnActPass(ModulePass):
     """Fuse conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add] into
-    graph.fused_conv2d, and linear -> [bias_add] -> [activation] into one
-    graph.linear.
+    graph.fused_conv2d; linear -> [bias] -> [activation] into one graph.linear
+    and matmul -> [bias] -> [activation] into one graph.matmul (the bias a
+    graph.add of a [N] graph.param along the last dimension, or a bias_add of a
+    rank-2 linear); and an inference batch_norm -> activation not preceded by
+    a fusable convolution into one graph.batch_norm with ``activation``.
 
     Expects graph ops (best after split-bias; a conv2d that still has its bias
     operand is folded the same way). Each chain of single-use ops becomes one
@@ -407,13 +538,16 @@ class FuseConvBnActPass(ModulePass):
     computed before the convolution becomes the fused op's ``residual``. A
     convolution with nothing after it to absorb is left alone.
 
-    ``mode=inference`` (default) folds inference-form batch norms and residual
-    adds. ``mode=training`` never folds batch-norm statistics or residual adds
-    (so a backward sees each activation's own result): it fuses only
-    conv[+bias]+activation. Refuses nothing: a blocked fusion (a value with
-    several users, a training-form batch norm, an operand that is not a
-    graph.param, a broadcasting add or one whose residual is computed after
-    the convolution) is skipped with a remark ``not fused: <reason>``.
+    ``mode=inference`` (default) folds inference-form batch norms (into a
+    convolution, or an activation into a standalone one) and residual adds.
+    ``mode=training`` never folds batch-norm statistics or residual adds (so a
+    backward sees each activation's own result): it fuses only
+    conv[+bias]+activation and the linear and matmul epilogues. Refuses
+    nothing: a blocked fusion (a value with several users, a training-form
+    batch norm, an operand that is not a graph.param, a broadcasting add or one
+    whose residual is computed after the convolution, a bias of the wrong
+    shape or on an op that already has one) is skipped with a remark
+    ``not fused: <reason>``.
     """
 
     name = "fuse-conv-bn-act"
@@ -434,17 +568,19 @@ class FuseConvBnActPass(ModulePass):
         # context while it collects them (passes do not import the driver).
         sink = getattr(ctx, "_teeny_pass_statistics", None)
         if sink is not None:
-            chain, linear = patterns
-            assert isinstance(chain, FuseConvChain) and isinstance(linear, FuseLinearChain)
-            # Linear chains count as fusions too (the description is pinned by
-            # lit_tests/teeny-opt/pass-statistics.mlir).
+            # Linear, matmul and batch-norm chains count as fusions too (the
+            # description is pinned by lit_tests/teeny-opt/pass-statistics.mlir).
+            counted = [
+                p for p in patterns if isinstance(p, FuseConvChain | _FuseGemmChain | FuseNormChain)
+            ]
+            assert len(counted) == len(patterns)
             sink.add(
                 "fusions",
-                chain.fusions + linear.fusions,
+                sum(p.fusions for p in counted),
                 "Number of conv chains fused into one op",
             )
             sink.add(
                 "not-fused",
-                chain.blocked + linear.blocked,
+                sum(p.blocked for p in counted),
                 "Number of fusions blocked (one remark each)",
             )

@@ -1,4 +1,5 @@
-"""Matrix products: `graph.linear` (a fully connected layer) and `graph.matmul`."""
+"""Matrix products: `graph.linear` (a fully connected layer) and `graph.matmul`,
+each with an optional bias and epilogue activation."""
 
 from __future__ import annotations
 
@@ -33,6 +34,16 @@ from teeny_ir.ir.format import OptionParser, OptionsFormatOp, keyword_option, va
 LINEAR_ACTIVATIONS = pointwise.epilogue_names()
 """Epilogue activations of `LinearOp` (absent: none): the pointwise table's
 epilogue entries, as for `graph.fused_conv2d`."""
+
+
+def check_activation(activation: StringAttr | None) -> None:
+    """Check an optional ``activation`` property: absent, or an entry of
+    `LINEAR_ACTIVATIONS`."""
+    if activation is not None and activation.data not in LINEAR_ACTIVATIONS:
+        raise VerifyException(
+            "expected activation to be an epilogue entry of the pointwise table, "
+            f"got '{activation.data}' (entries: {', '.join(LINEAR_ACTIVATIONS)})"
+        )
 
 
 def infer_linear_shape(input_shape: Sequence[int], weight_shape: Sequence[int]) -> Shape:
@@ -109,8 +120,9 @@ class LinearOp(OptionsFormatOp):
     shape is `infer_linear_shape`: ``input``'s with the last dimension ``out``.
     The optional ``activation`` (an epilogue entry of the pointwise table;
     absent: none) is applied after the bias, ``y = act(x @ weight^T + bias)``:
-    fuse-conv-bn-act folds a following activation (and a ``graph.bias_add`` of
-    a bias-less rank-2 linear) into it.
+    fuse-conv-bn-act folds a following activation (and, into a bias-less
+    linear, a ``graph.bias_add`` of rank 2 or a ``graph.add`` of a [out]
+    ``graph.param`` of any rank) into it.
 
         %y = graph.linear %x, %w, %b
             : (tensor<?x400xf32>, tensor<120x400xf32>, tensor<120xf32>) -> tensor<?x120xf32>
@@ -171,57 +183,84 @@ class LinearOp(OptionsFormatOp):
         )
         if self.bias is not None:
             check_channel_vector(self.bias.type, "bias", shape[-1])
-        if self.activation_attr is not None and self.activation not in LINEAR_ACTIVATIONS:
-            raise VerifyException(
-                "expected activation to be an epilogue entry of the pointwise table, "
-                f"got '{self.activation}' (entries: {', '.join(LINEAR_ACTIVATIONS)})"
-            )
+        check_activation(self.activation_attr)
         check_tensor(self.result.type, "result")
         check_result(self.result, TensorType(f32, shape))
 
 
 @irdl_op_definition
 class MatmulOp(OptionsFormatOp):
-    """Batched matrix product, as ``torch.matmul`` on operands of rank >= 2::
+    """Batched matrix product, as ``torch.matmul`` on operands of rank >= 2, with an
+    optional bias and epilogue activation::
 
-        y[*b, m, n] = sum_k lhs[*b, m, k] * rhs[*b, k, n]
+        y[*b, m, n] = act(sum_k lhs[*b, m, k] * rhs[*b, k, n] + bias[n])
 
     ``lhs`` is [*lhs_batch, M, K], ``rhs`` [*rhs_batch, K, N]; the batch
     dimensions broadcast with numpy's rules (a missing or size-1 dimension
     stretches), so a rank-2 operand multiplies every matrix of the other. The
-    result shape is `infer_matmul_shape`. 1-D operands are not supported.
+    result shape is `infer_matmul_shape`. 1-D operands are not supported. The
+    optional ``bias`` [N] (static) is added along the last dimension, and the
+    optional ``activation`` (an epilogue entry of the pointwise table, as for
+    `LinearOp`; absent: none) is applied after it: fuse-conv-bn-act folds a
+    following ``graph.add`` of a ``graph.param`` bias and an activation into it.
 
         %y = graph.matmul %a, %b : (tensor<?x4x8x16xf32>, tensor<4x16x5xf32>)
             -> tensor<?x4x8x5xf32>
+        %z = graph.matmul %a, %b, %c activation silu
+            : (tensor<?x4x8x16xf32>, tensor<4x16x5xf32>, tensor<5xf32>) -> tensor<?x4x8x5xf32>
     """
 
     name = "graph.matmul"
 
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
+    bias = opt_operand_def(TensorType)
     result = result_def(TensorType)
 
+    activation_attr = opt_prop_def(StringAttr, prop_name="activation")
+
     traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "activation": keyword_option("activation", LINEAR_ACTIVATIONS),
+    }
 
     def __init__(
         self,
         lhs: SSAValue | Operation,
         rhs: SSAValue | Operation,
+        bias: SSAValue | Operation | None = None,
         *,
+        activation: str | None = None,
         result_type: TensorType | None = None,
     ):
         """Build a matmul; without ``result_type`` the result type is inferred,
-        raising `VerifyException` if the operands do not fit together."""
+        raising `VerifyException` if the operands do not fit together.
+        ``activation`` None stays absent (none)."""
         if result_type is None:
             shape = infer_matmul_shape(
                 check_tensor(value_type(lhs), "lhs"), check_tensor(value_type(rhs), "rhs")
             )
             result_type = TensorType(f32, shape)
-        super().__init__(operands=[lhs, rhs], result_types=[result_type])
+        super().__init__(
+            operands=[lhs, rhs, bias],
+            result_types=[result_type],
+            properties={"activation": None if activation is None else StringAttr(activation)},
+        )
+
+    @property
+    def activation(self) -> str:
+        """The epilogue activation, or "none"."""
+        return (
+            pointwise.NO_ACTIVATION if self.activation_attr is None else self.activation_attr.data
+        )
 
     def verify_(self) -> None:
         shape = infer_matmul_shape(
             check_tensor(self.lhs.type, "lhs"), check_tensor(self.rhs.type, "rhs")
         )
+        if self.bias is not None:
+            check_channel_vector(self.bias.type, "bias", shape[-1])
+        check_activation(self.activation_attr)
         check_tensor(self.result.type, "result")
         check_result(self.result, TensorType(f32, shape))

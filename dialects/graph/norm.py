@@ -6,7 +6,15 @@ import math
 from collections.abc import Mapping
 from typing import ClassVar
 
-from xdsl.dialects.builtin import Float64Type, FloatAttr, TensorType, UnitAttr, f32, f64
+from xdsl.dialects.builtin import (
+    Float64Type,
+    FloatAttr,
+    StringAttr,
+    TensorType,
+    UnitAttr,
+    f32,
+    f64,
+)
 from xdsl.ir import Operation, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
@@ -26,7 +34,19 @@ from dialects.graph.shapes import (
     check_result,
     check_tensor,
 )
-from teeny_ir.ir.format import OptionParser, OptionsFormatOp, f64_attr, f64_option, value_type
+from teeny_ir.core import pointwise
+from teeny_ir.ir.format import (
+    OptionParser,
+    OptionsFormatOp,
+    f64_attr,
+    f64_option,
+    keyword_option,
+    value_type,
+)
+
+BATCH_NORM_ACTIVATIONS = pointwise.epilogue_names()
+"""Epilogue activations of an inference `BatchNormOp` (absent: none): the
+pointwise table's epilogue entries, as for `graph.linear`."""
 
 
 @irdl_op_definition
@@ -35,12 +55,16 @@ class BatchNormOp(OptionsFormatOp):
 
     Operands: ``input``, then ``gamma``, ``beta``, ``running_mean`` and
     ``running_var``, each [C]. Optional properties: ``eps`` (f64, default 1e-5,
-    finite and > 0), ``momentum`` (f64, default 0.1, in [0, 1]), and the unit
-    ``training``.
+    finite and > 0), ``momentum`` (f64, default 0.1, in [0, 1]), the unit
+    ``training``, and ``activation`` (an epilogue entry of the pointwise table;
+    absent: none), which only the inference form may carry.
 
     Inference (``training`` absent): one result, of ``input``'s type::
 
-        y = (x - running_mean) / sqrt(running_var + eps) * gamma + beta
+        y = act((x - running_mean) / sqrt(running_var + eps) * gamma + beta)
+
+    (fuse-conv-bn-act folds an activation that follows a standalone inference
+    batch norm into its ``activation``.)
 
     Training (``training`` present): the same formula with the batch mean and
     the biased batch variance, taken over every dimension but 1, instead of the
@@ -51,6 +75,9 @@ class BatchNormOp(OptionsFormatOp):
         running_var'  = (1 - momentum) * running_var + momentum * unbiased_batch_var
 
         %y = graph.batch_norm %x, %g, %b, %m, %v eps 1.000000e-03
+            : (tensor<?x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>,
+               tensor<16xf32>, tensor<16xf32>) -> tensor<?x16x8x8xf32>
+        %z = graph.batch_norm %x, %g, %b, %m, %v eps 1.000000e-03 activation silu
             : (tensor<?x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>,
                tensor<16xf32>, tensor<16xf32>) -> tensor<?x16x8x8xf32>
     """
@@ -71,6 +98,7 @@ class BatchNormOp(OptionsFormatOp):
         FloatAttr[Float64Type], FloatAttr(DEFAULT_MOMENTUM, f64), prop_name="momentum"
     )
     training_attr = opt_prop_def(UnitAttr, prop_name="training")
+    activation_attr = opt_prop_def(StringAttr, prop_name="activation")
 
     traits = traits_def(Pure())
 
@@ -78,6 +106,7 @@ class BatchNormOp(OptionsFormatOp):
         "eps": f64_option,
         "momentum": f64_option,
         "training": lambda parser: UnitAttr(),
+        "activation": keyword_option("activation", BATCH_NORM_ACTIVATIONS),
     }
 
     def __init__(
@@ -91,8 +120,10 @@ class BatchNormOp(OptionsFormatOp):
         eps: float | None = None,
         momentum: float | None = None,
         training: bool = False,
+        activation: str | None = None,
     ):
-        """Build a batch norm; ``eps`` and ``momentum`` left as None stay absent.
+        """Build a batch norm; ``eps``, ``momentum`` and ``activation`` left as None
+        stay absent.
 
         Result types: ``input``'s type, then in training mode the types of
         ``running_mean`` and ``running_var``.
@@ -105,6 +136,7 @@ class BatchNormOp(OptionsFormatOp):
                 "eps": f64_attr(eps),
                 "momentum": f64_attr(momentum),
                 "training": UnitAttr() if training else None,
+                "activation": None if activation is None else StringAttr(activation),
             },
         )
 
@@ -122,6 +154,13 @@ class BatchNormOp(OptionsFormatOp):
     def training(self) -> bool:
         """Whether the op normalises with batch statistics and updates running ones."""
         return self.training_attr is not None
+
+    @property
+    def activation(self) -> str:
+        """The epilogue activation (inference form only), or "none"."""
+        return (
+            pointwise.NO_ACTIVATION if self.activation_attr is None else self.activation_attr.data
+        )
 
     def verify_(self) -> None:
         input_shape = check_tensor(self.input.type, "input")
@@ -142,6 +181,17 @@ class BatchNormOp(OptionsFormatOp):
             raise VerifyException(f"expected eps to be finite and > 0, got {self.eps}")
         if not 0 <= self.momentum <= 1:
             raise VerifyException(f"expected momentum in [0, 1], got {self.momentum}")
+        if self.activation_attr is not None:
+            if self.activation not in BATCH_NORM_ACTIVATIONS:
+                raise VerifyException(
+                    "expected activation to be an epilogue entry of the pointwise table, "
+                    f"got '{self.activation}' (entries: {', '.join(BATCH_NORM_ACTIVATIONS)})"
+                )
+            if self.training:
+                raise VerifyException(
+                    "an activation is allowed only on an inference batch norm, not together "
+                    "with 'training' (apply it as a separate op after the training form)"
+                )
         check_result(self.result, self.input.type)
         stats = self.updated_running_stats
         if not self.training:

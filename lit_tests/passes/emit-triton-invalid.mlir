@@ -33,7 +33,7 @@ func.func private @forward(tensor<?x4xf32>) -> tensor<?x4xf32>
 // -----
 
 // The function's inputs must be f32 with at most a dynamic batch.
-// expected-error@+1 {{emit-triton expects f32 tensors whose only dynamic dimension is the batch (0), got tensor<4x?xf32>}}
+// expected-error@+1 {{emit-triton expects f32 or i64 tensors whose only dynamic dimension is the batch (0), got tensor<4x?xf32>}}
 func.func @forward(%x: tensor<4x?xf32>) -> tensor<4x?xf32> {
   func.return %x : tensor<4x?xf32>
 }

@@ -1,11 +1,13 @@
 """Reference semantics of `graph.batch_norm`, in float64: inference with the
-running statistics, or training with the batch's (and the updated running ones)."""
+running statistics (then the optional epilogue activation), or training with
+the batch's (and the updated running ones)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from dialects.graph.norm import BatchNormOp
+from teeny_ir.core import pointwise
 from teeny_ir.reference.common import Array, Weights, channel, error
 from teeny_ir.reference.semantics import semantics
 
@@ -16,9 +18,10 @@ def _batch_norm_op(op: BatchNormOp, args: list[Array], weights: Weights) -> list
     rank = x.ndim
     if not op.training:
         inv_std = 1.0 / np.sqrt(running_var + op.eps)
-        return [
-            (x - channel(running_mean, rank)) * channel(gamma * inv_std, rank) + channel(beta, rank)
-        ]
+        y = (x - channel(running_mean, rank)) * channel(gamma * inv_std, rank) + channel(beta, rank)
+        if op.activation != pointwise.NO_ACTIVATION:
+            y = pointwise.BY_NAME[op.activation].evaluate(np, [y], {})
+        return [y]
     axes = (0, *range(2, rank))
     count = x.size // x.shape[1]
     if count < 2:

@@ -1,18 +1,21 @@
 """Lowering rules of the ``channel_affine`` family: ``y = act(x * scale[c] +
 shift[c])`` per channel (dimension 1), scale and shift as parameter slots.
 
-- An inference ``graph.batch_norm`` that fuse-conv-bn-act did not fold (no
-  convolution before it): scale ``bn_scale(gamma, var; eps)``, shift
+- An inference ``graph.batch_norm`` that fuse-conv-bn-act did not fold into a
+  convolution (none before it): scale ``bn_scale(gamma, var; eps)``, shift
   ``bn_shift(gamma, beta, mean, var; eps)``, the derivations the convolution
-  fusion uses. Its statistics and affine weights must be ``graph.param`` ops. A
-  training-form batch norm (the ``training`` property) is refused: it
-  normalises with batch statistics, which needs a reduction.
+  fusion uses, and ``ACTIVATION`` its ``activation`` (the epilogue activation
+  fuse-conv-bn-act may have folded in). Its statistics and affine weights must
+  be ``graph.param`` ops. A training-form batch norm (the ``training``
+  property) is refused: it normalises with batch statistics, which needs a
+  reduction.
 - A ``graph.bias_add`` whose bias is a ``graph.param``: scale ``fill(1.0)``,
-  shift ``identity(bias)``. One whose bias is an activation stays an
-  ``elementwise`` add (`teeny_ir.kernels.elementwise.lowering`).
+  shift ``identity(bias)``, no activation (``ACTIVATION = "none"``). One whose
+  bias is an activation stays an ``elementwise`` add
+  (`teeny_ir.kernels.elementwise.lowering`).
 
-Both apply no activation (``ACTIVATION = "none"``); the operand's and the
-result's batch strides are dims, so either may be a batch-strided view."""
+The operand's and the result's batch strides are dims, so either may be a
+batch-strided view."""
 
 from __future__ import annotations
 
@@ -97,7 +100,7 @@ def _weight(value: SSAValue, role: str) -> str:
 
 @lowers(BatchNormOp)
 def lower_batch_norm(op: BatchNormOp) -> LaunchOp:
-    """An inference batch norm as ``x * bn_scale + bn_shift``."""
+    """An inference batch norm as ``act(x * bn_scale + bn_shift)``."""
     if op.training:
         raise Unlowerable(
             "a training-form batch norm normalises with batch statistics, which need a "
@@ -114,6 +117,7 @@ def lower_batch_norm(op: BatchNormOp) -> LaunchOp:
         op.input,
         bn_scale(gamma, var, op.eps, channels),
         bn_shift(gamma, beta, mean, var, op.eps, channels),
+        op.activation,
     )
 
 

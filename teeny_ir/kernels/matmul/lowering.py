@@ -2,15 +2,18 @@
 whose operands are both matrices (a weight operand too: the lowering driver
 materialises a ``graph.param`` that a launch takes as an operand). The batch is
 collapsed into at most two broadcast groups (`collapse_batch`); the epilogue's
-scale and shift are ``fill(1.0)`` and ``fill(0.0)`` slots, with no activation.
-Operands must be contiguous (the family takes no batch-strided views)."""
+scale is a ``fill(1.0)`` slot and its shift ``identity(bias)`` (the bias
+fuse-conv-bn-act may have folded in, which must be a ``graph.param``: the slot
+reads it from the weights) or ``fill(0.0)``; ``ACTIVATION`` is the op's
+activation. Operands must be contiguous (the family takes no batch-strided
+views)."""
 
 from __future__ import annotations
 
 from dialects.graph.linear import MatmulOp
+from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
-from teeny_ir.core import pointwise
-from teeny_ir.core.derivations import fill
+from teeny_ir.core.derivations import fill, identity
 from teeny_ir.kernels.linear.tiles import GROUP_M, launch_config, pick_tiles
 from teeny_ir.kernels.lowering import Unlowerable, dim_expr, lowers, tensor_type
 from teeny_ir.kernels.matmul.contract import BatchGroup, collapse_batch
@@ -34,16 +37,24 @@ def lower_matmul(op: MatmulOp) -> LaunchOp:
     dynamic_m = m_expr == "B"
     block_m, block_n, block_k = pick_tiles(None if dynamic_m else m, n, k)
     num_warps, num_stages = launch_config(block_m, block_n)
+    shift = fill(0.0, [n])
+    if op.bias is not None:
+        if not isinstance(bias := op.bias.owner, ParamOp):
+            raise Unlowerable(
+                "its bias is not a graph.param (the matmul family reads it through its "
+                "shift slot, derived from weights)"
+            )
+        shift = identity(bias.param_name.data, [n])
     params = [
         ParamSlot("scale", (n,), fill(1.0, [n])),
-        ParamSlot("shift", (n,), fill(0.0, [n])),
+        ParamSlot("shift", (n,), shift),
     ]
     constexprs: dict[str, int | str] = {
         "BLOCK_M": block_m,
         "BLOCK_N": block_n,
         "BLOCK_K": block_k,
         "GROUP_M": GROUP_M,
-        "ACTIVATION": pointwise.NO_ACTIVATION,
+        "ACTIVATION": op.activation,
     }
     args = [
         ("a", "in0"),
