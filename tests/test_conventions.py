@@ -128,6 +128,20 @@ def test_every_graph_op_has_reference_semantics_or_a_reason(op: type[Operation])
     assert callable(found) or op.name == "graph.param", f"'{op.name}': {found}"
 
 
+@pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
+def test_every_graph_op_has_a_vjp_rule_or_a_reason(op: type[Operation]) -> None:
+    from teeny_ir.autodiff.registry import opt_outs, rule_for, rules
+
+    found = rule_for(op)
+    assert found is not None, (
+        f"'{op.name}' has no @vjp rule, is not in the pointwise table, and declares no "
+        "not_differentiable(...) reason"
+    )
+    if isinstance(found, str):
+        assert found.strip(), op.name
+    assert not (op in rules() and op in opt_outs()), op.name
+
+
 def test_pointwise_entries_name_graph_ops() -> None:
     from teeny_ir.core import pointwise
 

@@ -95,7 +95,7 @@ def layer(module: str) -> int:
         return 3 if parts[-1] in ("lowering", "opt_outs", "views") else 1
     if parts[-1] == "__main__":
         return 5  # a command-line entry point (python -m ...)
-    if sub in ("reference", "frontend", "backend"):
+    if sub in ("reference", "frontend", "backend", "autodiff"):
         return 3
     if sub in ("runtime", "driver", "testing"):
         return 5

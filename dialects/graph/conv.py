@@ -1,4 +1,6 @@
-"""Convolutions: `graph.conv2d` and the fused `graph.fused_conv2d`."""
+"""Convolutions: `graph.conv2d`, the fused `graph.fused_conv2d`, and the
+backward ops of the training stage, `graph.conv2d_backward_data` (the input
+gradient) and `graph.conv2d_backward_weight` (the weight gradient)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from dialects.graph.shapes import (
     check_count,
     check_result,
     check_tensor,
+    format_shape,
     infer_conv2d_shape,
     is_gemm_conv,
 )
@@ -415,4 +418,146 @@ class FusedConv2dOp(ConvOptionsOp):
         ):
             raise VerifyException(
                 "algorithm 'gemm' needs a 1x1 kernel, stride 1, no padding, dilation 1 and one group"
+            )
+
+
+def _backward_type(type_: Attribute, what: str) -> Shape:
+    """Check a rank-4 operand or result of a convolution backward; return its shape."""
+    shape = check_tensor(type_, what)
+    if len(shape) != 4:
+        raise VerifyException(f"expected {what} of rank 4, got rank {len(shape)}")
+    return shape
+
+
+@irdl_op_definition
+class Conv2dBackwardDataOp(ConvOptionsOp):
+    """The gradient of `Conv2dOp`'s input (a transposed convolution), as
+    ``torch.nn.grad.conv2d_input``::
+
+        dx[n, g * C_in / G + c, h, w] = sum_{o, p, q, i, j} dy[n, g * C_out / G + o, i, j]
+            * weight[g * C_out / G + o, c, p, q]
+            [h + pad_top = i * stride_h + p * dilation_h]
+            [w + pad_left = j * stride_w + q * dilation_w]
+
+    Operands: ``grad`` dy [N, C_out, H_out, W_out] and ``weight``
+    [C_out, C_in / groups, KH, KW]; the options are the forward convolution's.
+    With a stride above 1 several input sizes give the same output size, so the
+    result type carries dx's shape [N, C_in, H, W]: the verifier checks that
+    `infer_conv2d_shape` of it and the weight gives dy's shape (input rows or
+    columns that no window reads get a zero gradient).
+
+        %dx = graph.conv2d_backward_data %dy, %w strides [2, 2] padding [1, 1, 1, 1]
+            : (tensor<?x16x4x4xf32>, tensor<16x3x3x3xf32>) -> tensor<?x3x8x8xf32>
+    """
+
+    name = "graph.conv2d_backward_data"
+
+    grad = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self,
+        grad: SSAValue | Operation,
+        weight: SSAValue | Operation,
+        result_type: TensorType,
+        *,
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        groups: int | None = None,
+    ):
+        """Build the input gradient of a convolution whose input has ``result_type``;
+        options left as None stay absent (default)."""
+        super().__init__(
+            operands=[grad, weight],
+            result_types=[result_type],
+            properties=_conv_properties(strides, padding, dilation, groups),
+        )
+
+    def verify_(self) -> None:
+        grad = _backward_type(self.grad.type, "grad")
+        weight = check_tensor(self.weight.type, "weight", dynamic_batch=False)
+        input_shape = _backward_type(self.result.type, "result")
+        try:
+            expected = infer_conv2d_shape(
+                input_shape, weight, self.strides, self.padding, self.dilation, self.groups
+            )
+        except VerifyException as error:
+            raise VerifyException(
+                f"the result (the forward input) {format_shape(input_shape)} does not fit "
+                f"the convolution: {error}"
+            ) from error
+        if expected != grad:
+            raise VerifyException(
+                f"expected grad of shape {format_shape(expected)} (the convolution of the "
+                f"result shape {format_shape(input_shape)}), got {format_shape(grad)}"
+            )
+
+
+@irdl_op_definition
+class Conv2dBackwardWeightOp(ConvOptionsOp):
+    """The gradient of `Conv2dOp`'s weight, as ``torch.nn.grad.conv2d_weight``::
+
+        dweight[g * C_out / G + o, c, p, q] = sum_{n, i, j} dy[n, g * C_out / G + o, i, j]
+            * x_pad[n, g * C_in / G + c, i * stride_h + p * dilation_h,
+                    j * stride_w + q * dilation_w]
+
+    with ``x_pad`` the input zero-padded by ``padding`` [top, left, bottom,
+    right]. Operands: ``input`` x [N, C_in, H, W] and ``grad`` dy
+    [N, C_out, H_out, W_out]; the options are the forward convolution's. The
+    result type carries the weight's shape [C_out, C_in / groups, KH, KW]
+    (static): the verifier checks that `infer_conv2d_shape` of the input and
+    it gives dy's shape.
+
+        %dw = graph.conv2d_backward_weight %x, %dy strides [2, 2] padding [1, 1, 1, 1]
+            : (tensor<?x3x8x8xf32>, tensor<?x16x4x4xf32>) -> tensor<16x3x3x3xf32>
+    """
+
+    name = "graph.conv2d_backward_weight"
+
+    input = operand_def(TensorType)
+    grad = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        grad: SSAValue | Operation,
+        result_type: TensorType,
+        *,
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        groups: int | None = None,
+    ):
+        """Build the weight gradient of a convolution whose weight has
+        ``result_type``; options left as None stay absent (default)."""
+        super().__init__(
+            operands=[input, grad],
+            result_types=[result_type],
+            properties=_conv_properties(strides, padding, dilation, groups),
+        )
+
+    def verify_(self) -> None:
+        input_shape = _backward_type(self.input.type, "input")
+        grad = _backward_type(self.grad.type, "grad")
+        weight = check_tensor(self.result.type, "result", dynamic_batch=False)
+        if len(weight) != 4:
+            raise VerifyException(
+                f"expected result of rank 4 [C_out, C_in / groups, KH, KW], got rank {len(weight)}"
+            )
+        try:
+            expected = infer_conv2d_shape(
+                input_shape, weight, self.strides, self.padding, self.dilation, self.groups
+            )
+        except VerifyException as error:
+            raise VerifyException(
+                f"the result (the forward weight) {format_shape(weight)} does not fit "
+                f"the convolution: {error}"
+            ) from error
+        if expected != grad:
+            raise VerifyException(
+                f"expected grad of shape {format_shape(expected)} (the convolution of the "
+                f"input by the result shape {format_shape(weight)}), got {format_shape(grad)}"
             )

@@ -1,6 +1,7 @@
 """Elementwise ops: activations (`graph.silu`, `graph.relu`, `graph.sigmoid`,
 `graph.tanh`, `graph.gelu`, `graph.leaky_relu`), broadcasting binaries
-(`graph.add`, `graph.sub`, `graph.mul`, `graph.div`) and `graph.bias_add`."""
+(`graph.add`, `graph.sub`, `graph.mul`, `graph.div`), `graph.bias_add`, and
+`graph.activation_grad` (the backward of the activations)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Self
 
 from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr, TensorType, f32, f64
-from xdsl.ir import Operation, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
     irdl_op_definition,
     operand_def,
     opt_prop_def,
+    prop_def,
     result_def,
     traits_def,
 )
@@ -22,6 +24,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.graph.shapes import broadcast_shapes, check_channel_vector, check_result, check_tensor
+from teeny_ir.core import pointwise
 from teeny_ir.ir.format import (
     OptionParser,
     OptionsFormatOp,
@@ -323,4 +326,117 @@ class BiasAddOp(OptionsFormatOp):
         if len(shape) < 2:
             raise VerifyException(f"expected input of rank >= 2 [N, C, ...], got rank {len(shape)}")
         check_channel_vector(self.bias.type, "bias", shape[1])
+        check_result(self.result, self.input.type)
+
+
+UNARY_ACTIVATIONS = tuple(entry.name for entry in pointwise.TABLE if entry.arity == 1)
+"""The pointwise-table entries `ActivationGradOp` differentiates."""
+
+
+@irdl_op_definition
+class ActivationGradOp(OptionsFormatOp):
+    """The gradient of a unary pointwise op (``activation``, an entry of the
+    pointwise table) at its input ``x``, given the gradient ``dy`` of its output::
+
+        dx = activation'(x) * dy
+
+    with PyTorch's backward formulas (``threshold_backward`` for relu: the
+    gradient passes where ``x > 0``; ``gelu_backward``; ``leaky_relu_backward``);
+    the derivative is the table's ``derivative``. ``approximate`` and
+    ``negative_slope`` are the forward op's options, for gelu and leaky_relu.
+    ``x``, ``dy`` and the result have one type. insert-backward makes it.
+
+        %dx = graph.activation_grad %x, %dy activation silu
+            : (tensor<?x16x8x8xf32>, tensor<?x16x8x8xf32>) -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.activation_grad"
+
+    input = operand_def(TensorType)
+    grad = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    activation_attr = prop_def(StringAttr, prop_name="activation")
+    approximate_attr = opt_prop_def(StringAttr, prop_name="approximate")
+    negative_slope_attr = opt_prop_def(FloatAttr[Float64Type], prop_name="negative_slope")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "activation": keyword_option("activation", UNARY_ACTIVATIONS),
+        "approximate": keyword_option("approximate", GELU_APPROXIMATIONS),
+        "negative_slope": f64_option,
+    }
+    REQUIRED: ClassVar[tuple[str, ...]] = ("activation",)
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        grad: SSAValue | Operation,
+        activation: str,
+        *,
+        approximate: str | None = None,
+        negative_slope: float | None = None,
+    ):
+        """``approximate`` / ``negative_slope`` None stay absent (exact gelu, 0.01)."""
+        properties: dict[str, Attribute | None] = {
+            "activation": StringAttr(activation),
+            "approximate": None if approximate in (None, "none") else StringAttr(approximate),
+            "negative_slope": f64_attr(negative_slope),
+        }
+        super().__init__(
+            operands=[input, grad], result_types=[value_type(input)], properties=properties
+        )
+
+    @classmethod
+    def of(cls, forward: Operation, grad: SSAValue | Operation, input: SSAValue) -> Self:
+        """The gradient op of the unary pointwise op ``forward``, at ``input``
+        (its input, as the backward reads it), with its options."""
+        entry = pointwise.lookup(forward.name)
+        assert entry is not None and entry.arity == 1, forward.name
+        options = pointwise.options_of(entry, forward)
+        return cls(
+            input,
+            grad,
+            entry.name,
+            approximate=options.get("approximate"),
+            negative_slope=options.get("negative_slope"),
+        )
+
+    @property
+    def activation(self) -> str:
+        return self.activation_attr.data
+
+    @property
+    def approximate(self) -> str:
+        return "none" if self.approximate_attr is None else self.approximate_attr.data
+
+    @property
+    def negative_slope(self) -> float:
+        if self.negative_slope_attr is None:
+            return DEFAULT_NEGATIVE_SLOPE
+        return self.negative_slope_attr.value.data
+
+    def verify_(self) -> None:
+        if self.activation not in UNARY_ACTIVATIONS:
+            raise VerifyException(
+                f"expected activation to be a unary pointwise op "
+                f"({', '.join(UNARY_ACTIVATIONS)}), got '{self.activation}'"
+            )
+        entry = pointwise.BY_NAME[self.activation]
+        for option in ("approximate", "negative_slope"):
+            if self.properties.get(option) is not None and option not in entry.options:
+                raise VerifyException(f"'{option}' is not an option of {entry.op}")
+        if self.approximate_attr is not None and self.approximate not in GELU_APPROXIMATIONS:
+            raise VerifyException(f"expected approximate to be tanh, got '{self.approximate}'")
+        if not math.isfinite(self.negative_slope):
+            raise VerifyException(
+                f"expected negative_slope to be finite, got {self.negative_slope}"
+            )
+        check_tensor(self.input.type, "input")
+        if self.grad.type != self.input.type:
+            raise VerifyException(
+                f"expected the gradient to have the input's type {self.input.type}, "
+                f"got {self.grad.type}"
+            )
         check_result(self.result, self.input.type)

@@ -1,4 +1,5 @@
-"""Normalisation: `graph.batch_norm`."""
+"""Normalisation: `graph.batch_norm`, and the backward of its training form,
+`graph.batch_norm_backward`."""
 
 from __future__ import annotations
 
@@ -208,4 +209,97 @@ class BatchNormOp(OptionsFormatOp):
             if value.type != stats_type:
                 raise VerifyException(
                     f"expected updated running {what} type {stats_type}, got {value.type}"
+                )
+
+
+@irdl_op_definition
+class BatchNormBackwardOp(OptionsFormatOp):
+    """The gradients of a training-form `graph.batch_norm` with respect to its
+    input, ``gamma`` and ``beta``, as PyTorch's ``native_batch_norm_backward``
+    (training): the batch statistics are recomputed from ``input`` x, over every
+    dimension but 1 (N values per channel; the biased variance)::
+
+        mean = sum(x) / N        var = sum((x - mean)^2) / N
+        rstd = 1 / sqrt(var + eps)        xhat = (x - mean) * rstd
+        dbeta  = sum(dy)                  dgamma = sum(dy * xhat)
+        dx = gamma * rstd / N * (N * dy - dbeta - xhat * dgamma)
+
+    with every sum per channel. The running statistics pass no gradient.
+    Operands: ``input`` [N, C, ...] (rank >= 2), ``gamma`` [C] and ``grad`` (dy,
+    of ``input``'s type); the optional property ``eps`` (f64, default 1e-5,
+    finite and > 0) is the forward op's. Results: dx (``input``'s type), then
+    dgamma and dbeta (``tensor<Cxf32>`` each).
+
+        %dx, %dg, %db = graph.batch_norm_backward %x, %g, %dy eps 1.000000e-03
+            : (tensor<?x16x8x8xf32>, tensor<16xf32>, tensor<?x16x8x8xf32>)
+            -> (tensor<?x16x8x8xf32>, tensor<16xf32>, tensor<16xf32>)
+    """
+
+    name = "graph.batch_norm_backward"
+
+    input = operand_def(TensorType)
+    gamma = operand_def(TensorType)
+    grad = operand_def(TensorType)
+    input_grad = result_def(TensorType)
+    gamma_grad = result_def(TensorType)
+    beta_grad = result_def(TensorType)
+
+    eps_attr = opt_prop_def(FloatAttr[Float64Type], FloatAttr(DEFAULT_EPS, f64), prop_name="eps")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {"eps": f64_option}
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        gamma: SSAValue | Operation,
+        grad: SSAValue | Operation,
+        *,
+        eps: float | None = None,
+    ):
+        """Build the backward; ``eps`` left as None stays absent (1e-5). Result
+        types: ``input``'s, then ``gamma``'s twice."""
+        super().__init__(
+            operands=[input, gamma, grad],
+            result_types=[value_type(input), value_type(gamma), value_type(gamma)],
+            properties={"eps": f64_attr(eps)},
+        )
+
+    @classmethod
+    def of(
+        cls, op: BatchNormOp, input: SSAValue, gamma: SSAValue, grad: SSAValue
+    ) -> BatchNormBackwardOp:
+        """The backward of the forward ``op``, with its ``eps`` as written."""
+        backward = cls(input, gamma, grad)
+        if "eps" in op.properties:
+            backward.properties["eps"] = op.properties["eps"]
+        return backward
+
+    @property
+    def eps(self) -> float:
+        """Effective epsilon added to the variance."""
+        return self.eps_attr.value.data
+
+    def verify_(self) -> None:
+        input_shape = check_tensor(self.input.type, "input")
+        if len(input_shape) < 2:
+            raise VerifyException(
+                f"expected input of rank >= 2 [N, C, ...], got rank {len(input_shape)}"
+            )
+        channels = input_shape[1]
+        check_channel_vector(self.gamma.type, "gamma", channels)
+        check_tensor(self.grad.type, "grad")
+        if self.grad.type != self.input.type:
+            raise VerifyException(
+                f"expected grad of the input's type {self.input.type}, got {self.grad.type}"
+            )
+        if not (math.isfinite(self.eps) and self.eps > 0):
+            raise VerifyException(f"expected eps to be finite and > 0, got {self.eps}")
+        check_result(self.input_grad, self.input.type)
+        stats_type = TensorType(f32, [channels])
+        for what, value in (("gamma", self.gamma_grad), ("beta", self.beta_grad)):
+            if value.type != stats_type:
+                raise VerifyException(
+                    f"expected {what} gradient type {stats_type}, got {value.type}"
                 )

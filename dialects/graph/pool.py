@@ -1,10 +1,12 @@
 """Pooling and resampling over NCHW: `graph.max_pool2d`, `graph.avg_pool2d`,
-`graph.global_avg_pool2d` and `graph.upsample_nearest2d`."""
+`graph.global_avg_pool2d` and `graph.upsample_nearest2d`; and the backward ops
+of the two windowed pools, `graph.max_pool2d_backward` and
+`graph.avg_pool2d_backward` (the other two differentiate with existing ops)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import I64, DenseArrayBase, TensorType, UnitAttr, f32
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -28,6 +30,7 @@ from dialects.graph.shapes import (
     check_shape,
     check_tensor,
     check_window_options,
+    format_shape,
 )
 from teeny_ir.ir.format import (
     OptionParser,
@@ -436,3 +439,222 @@ class UpsampleNearest2dOp(OptionsFormatOp):
         shape = infer_upsample_nearest2d_shape(check_tensor(self.input.type, "input"), self.scales)
         check_tensor(self.result.type, "result")
         check_result(self.result, TensorType(f32, shape))
+
+
+# --- backward ops (the training stage) -------------------------------------------
+
+
+class _PoolWindowProperties:
+    """The effective window options of the pools' backward ops, read from their
+    properties as `Pool2dOptionsOp` reads the forward's."""
+
+    if TYPE_CHECKING:  # the ops' property definitions (IRDL rejects bare annotations)
+        kernel_attr: DenseArrayBase[I64]
+        strides_attr: DenseArrayBase[I64] | None
+        padding_attr: DenseArrayBase[I64]
+        ceil_mode_attr: UnitAttr | None
+
+    @property
+    def kernel(self) -> Shape:
+        """Window size [height, width]."""
+        return self.kernel_attr.get_values()
+
+    @property
+    def strides(self) -> Shape:
+        """Effective strides [height, width]: the kernel when ``strides`` is absent."""
+        return self.kernel if self.strides_attr is None else self.strides_attr.get_values()
+
+    @property
+    def padding(self) -> Shape:
+        """Effective padding [top, left, bottom, right]."""
+        return self.padding_attr.get_values()
+
+    @property
+    def ceil_mode(self) -> bool:
+        """Whether partial windows hanging off the bottom/right edge produce outputs."""
+        return self.ceil_mode_attr is not None
+
+
+def _check_pool_grad(
+    grad: SSAValue, input_shape: Sequence[int], op: MaxPool2dBackwardOp | AvgPool2dBackwardOp
+) -> None:
+    """Check that ``grad`` has the type of the forward pool's result for an input
+    of ``input_shape`` and ``op``'s options."""
+    shape = infer_pool2d_shape(
+        input_shape, op.kernel, op.strides, op.padding, op.dilation, op.ceil_mode
+    )
+    grad_shape = check_tensor(grad.type, "grad")
+    if grad_shape != shape:
+        raise VerifyException(
+            f"expected grad shape {format_shape(shape)} (the pool's result for input "
+            f"{format_shape(input_shape)}), got {format_shape(grad_shape)}"
+        )
+
+
+@irdl_op_definition
+class MaxPool2dBackwardOp(_PoolWindowProperties, OptionsFormatOp):
+    """The input gradient of `graph.max_pool2d`, as PyTorch's
+    ``max_pool2d_with_indices_backward``: each output's gradient goes to the
+    position of its window's maximum, and the gradients that land on one input
+    position (overlapping windows) add up::
+
+        dx[n, c, h, w] = sum_{i, j : argmax[n, c, i, j] = (h, w)} dy[n, c, i, j]
+
+    ``argmax`` scans each window's taps inside the input (never the padding) in
+    row-major order and keeps the FIRST maximum on ties; a NaN is taken as the
+    maximum (the last NaN of a window wins), as PyTorch's CPU kernel does. A
+    window that covers only padding (possible with dilation) passes no gradient.
+
+    Operands: ``input`` (the forward input x [N, C, H, W]) and ``grad`` (dy, of
+    the forward result's type); the properties are the forward pool's
+    (``kernel``, and, absent when default, ``strides``, ``padding``,
+    ``dilation``, ``ceil_mode``). The result dx has ``input``'s type.
+
+        %dx = graph.max_pool2d_backward %x, %dy kernel [3, 3] strides [2, 2]
+            padding [1, 1, 1, 1] ceil_mode
+            : (tensor<?x16x8x8xf32>, tensor<?x16x5x5xf32>) -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.max_pool2d_backward"
+
+    input = operand_def(TensorType)
+    grad = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    kernel_attr = prop_def(DenseArrayBase[I64], prop_name="kernel")
+    strides_attr = opt_prop_def(DenseArrayBase[I64], prop_name="strides")
+    padding_attr = i64_array_prop("padding", DEFAULT_PADDING)
+    dilation_attr = i64_array_prop("dilation", DEFAULT_DILATION)
+    ceil_mode_attr = opt_prop_def(UnitAttr, prop_name="ceil_mode")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = MaxPool2dOp.OPTIONS
+    REQUIRED: ClassVar[tuple[str, ...]] = ("kernel",)
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        grad: SSAValue | Operation,
+        *,
+        kernel: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        dilation: Sequence[int] | None = None,
+        ceil_mode: bool = False,
+    ):
+        """Build the backward of a max pool with these options (None or False:
+        absent); the result has ``input``'s type."""
+        super().__init__(
+            operands=[input, grad],
+            result_types=[value_type(input)],
+            properties={
+                **_pool_properties(kernel, strides, padding, ceil_mode),
+                "dilation": i64_array(dilation),
+            },
+        )
+
+    @classmethod
+    def of(cls, op: MaxPool2dOp, input: SSAValue, grad: SSAValue) -> MaxPool2dBackwardOp:
+        """The backward of the forward ``op``, with its options as written."""
+        backward = cls(input, grad, kernel=op.kernel)
+        backward.properties.update(
+            {name: op.properties[name] for name in cls.OPTIONS if name in op.properties}
+        )
+        return backward
+
+    @property
+    def dilation(self) -> Shape:
+        """Effective dilation [height, width]."""
+        return self.dilation_attr.get_values()
+
+    def verify_(self) -> None:
+        input_shape = check_tensor(self.input.type, "input")
+        _check_nchw(input_shape)
+        _check_pool_grad(self.grad, input_shape, self)
+        check_tensor(self.result.type, "result")
+        check_result(self.result, self.input.type)
+
+
+@irdl_op_definition
+class AvgPool2dBackwardOp(_PoolWindowProperties, OptionsFormatOp):
+    """The input gradient of `graph.avg_pool2d`, as PyTorch's
+    ``avg_pool2d_backward``: each output's gradient, divided by its window's
+    divisor (see `AvgPool2dOp`: ``count_include_pad`` / ``exclude_pad`` and the
+    ceil-mode clipping), is spread over the window's taps inside the input::
+
+        dx[n, c, h, w] = sum_{i, j : (h, w) in window(i, j)} dy[n, c, i, j] / divisor[i, j]
+
+    The only operand is ``grad`` (dy, of the forward result's type): the
+    gradient does not depend on x, whose type is the result's. The properties
+    are the forward pool's (``kernel``, and, absent when default, ``strides``,
+    ``padding``, ``ceil_mode``, ``exclude_pad``); the verifier checks that the
+    pool of an input of the result's type has ``grad``'s type.
+
+        %dx = graph.avg_pool2d_backward %dy kernel [2, 2] padding [1, 1, 1, 1]
+            exclude_pad : (tensor<?x16x5x5xf32>) -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.avg_pool2d_backward"
+
+    grad = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    kernel_attr = prop_def(DenseArrayBase[I64], prop_name="kernel")
+    strides_attr = opt_prop_def(DenseArrayBase[I64], prop_name="strides")
+    padding_attr = i64_array_prop("padding", DEFAULT_PADDING)
+    ceil_mode_attr = opt_prop_def(UnitAttr, prop_name="ceil_mode")
+    exclude_pad_attr = opt_prop_def(UnitAttr, prop_name="exclude_pad")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = AvgPool2dOp.OPTIONS
+    REQUIRED: ClassVar[tuple[str, ...]] = ("kernel",)
+
+    @property
+    def dilation(self) -> Shape:
+        """Always [1, 1]: average pools take no dilation."""
+        return DEFAULT_DILATION
+
+    def __init__(
+        self,
+        grad: SSAValue | Operation,
+        input_type: TensorType,
+        *,
+        kernel: Sequence[int],
+        strides: Sequence[int] | None = None,
+        padding: Sequence[int] | None = None,
+        ceil_mode: bool = False,
+        count_include_pad: bool = True,
+    ):
+        """Build the backward of an average pool whose input has ``input_type``
+        (options as `AvgPool2dOp`'s; defaults stay absent)."""
+        super().__init__(
+            operands=[grad],
+            result_types=[input_type],
+            properties={
+                **_pool_properties(kernel, strides, padding, ceil_mode),
+                "exclude_pad": None if count_include_pad else UnitAttr(),
+            },
+        )
+
+    @classmethod
+    def of(cls, op: AvgPool2dOp, grad: SSAValue) -> AvgPool2dBackwardOp:
+        """The backward of the forward ``op``, with its options as written."""
+        input_type = op.input.type
+        assert isinstance(input_type, TensorType)
+        backward = cls(grad, input_type, kernel=op.kernel)
+        backward.properties.update(
+            {name: op.properties[name] for name in cls.OPTIONS if name in op.properties}
+        )
+        return backward
+
+    @property
+    def count_include_pad(self) -> bool:
+        """Whether padding counts in the divisor (``exclude_pad`` absent)."""
+        return self.exclude_pad_attr is None
+
+    def verify_(self) -> None:
+        input_shape = check_tensor(self.result.type, "result")
+        _check_nchw(input_shape)
+        _check_pool_grad(self.grad, input_shape, self)

@@ -325,3 +325,143 @@ class ReduceMeanOp(ReductionOp):
     """
 
     name = "graph.reduce_mean"
+
+
+# --- backward ops (the training stage) ------------------------------------------
+
+
+class SoftmaxBackwardFamilyOp(OptionsFormatOp):
+    """Shared definition of the softmax-family backward ops: the forward OUTPUT
+    ``y`` and its gradient ``dy`` (both of one f32 type) in, the gradient of the
+    forward input (the same type) out, along the required property ``axis``::
+
+        %dx = graph.op %y, %dy axis 1 attr-dict
+            : (tensor<?x10xf32>, tensor<?x10xf32>) -> tensor<?x10xf32>
+    """
+
+    output = operand_def(TensorType)
+    output_grad = operand_def(TensorType)
+    result = result_def(TensorType)
+    axis_attr = prop_def(IntegerAttr[I64], prop_name="axis")
+
+    traits = traits_def(Pure())
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "axis": lambda parser: IntegerAttr(parse_i64(parser), i64),
+    }
+    REQUIRED: ClassVar[tuple[str, ...]] = ("axis",)
+
+    def __init__(
+        self,
+        output: SSAValue | Operation,
+        output_grad: SSAValue | Operation,
+        axis: int,
+        *,
+        result_type: TensorType | None = None,
+    ):
+        """Build the op over ``axis`` (negative counts from the end, stored
+        non-negative); without ``result_type`` it is ``output``'s type."""
+        shape = check_tensor(value_type(output), "y")
+        axis = normalize_axis(axis, len(shape))
+        if result_type is None:
+            result_type = TensorType(f32, shape)
+        super().__init__(
+            operands=[output, output_grad],
+            result_types=[result_type],
+            properties={"axis": IntegerAttr(axis, i64)},
+        )
+
+    @property
+    def axis(self) -> int:
+        """The normalised axis (in ``[0, rank)``)."""
+        return self.axis_attr.value.data
+
+    def verify_(self) -> None:
+        shape = check_tensor(self.output.type, "y")
+        check_tensor(self.output_grad.type, "dy")
+        if self.output_grad.type != self.output.type:
+            raise VerifyException(
+                f"expected dy to have the type of y, {self.output.type}, "
+                f"got {self.output_grad.type}"
+            )
+        check_axis(self.axis, len(shape))
+        check_result(self.result, self.output.type)
+
+
+@irdl_op_definition
+class SoftmaxBackwardOp(SoftmaxBackwardFamilyOp):
+    """The gradient of `graph.softmax` along ``axis`` with respect to its input,
+    from its output ``y = softmax(x)`` and the gradient ``dy`` of the loss with
+    respect to ``y`` (PyTorch's ``_softmax_backward_data``)::
+
+        dx = y * (dy - sum(dy * y, axis, keepdims))
+
+        %dx = graph.softmax_backward %y, %dy axis 1
+            : (tensor<?x10xf32>, tensor<?x10xf32>) -> tensor<?x10xf32>
+    """
+
+    name = "graph.softmax_backward"
+
+
+@irdl_op_definition
+class LogSoftmaxBackwardOp(SoftmaxBackwardFamilyOp):
+    """The gradient of `graph.log_softmax` along ``axis`` with respect to its
+    input, from its output ``y = log_softmax(x)`` and the gradient ``dy`` of the
+    loss with respect to ``y`` (PyTorch's ``_log_softmax_backward_data``)::
+
+        dx = dy - exp(y) * sum(dy, axis, keepdims)
+
+        %dx = graph.log_softmax_backward %y, %dy axis 1
+            : (tensor<?x10xf32>, tensor<?x10xf32>) -> tensor<?x10xf32>
+    """
+
+    name = "graph.log_softmax_backward"
+
+
+@irdl_op_definition
+class CrossEntropyBackwardOp(OptionsFormatOp):
+    """The gradient of `graph.cross_entropy` (mean over the batch) with respect to
+    its ``logits`` [N, C], from the ``targets`` [N] (i64, each in ``[0, C)``) and
+    the scalar gradient ``g`` (``tensor<f32>``) of the loss with respect to the
+    cross-entropy, as PyTorch's::
+
+        dlogits[n, c] = (softmax(logits, axis=1)[n, c] - (c == targets[n])) * g / N
+
+    The result has the type of ``logits``. ``N`` is the run-time batch. A target
+    outside ``[0, C)`` is a run-time error naming this op, as for the forward.
+
+        %dl = graph.cross_entropy_backward %logits, %targets, %g
+            : (tensor<?x10xf32>, tensor<?xi64>, tensor<f32>) -> tensor<?x10xf32>
+    """
+
+    name = "graph.cross_entropy_backward"
+
+    logits = operand_def(TensorType)
+    targets = operand_def(TensorType)
+    grad = operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        logits: SSAValue | Operation,
+        targets: SSAValue | Operation,
+        grad: SSAValue | Operation,
+        *,
+        result_type: TensorType | None = None,
+    ):
+        """Build the gradient; without ``result_type`` it is ``logits``' type."""
+        if result_type is None:
+            result_type = TensorType(f32, check_tensor(value_type(logits), "logits"))
+        super().__init__(operands=[logits, targets, grad], result_types=[result_type])
+
+    def verify_(self) -> None:
+        logits = check_tensor(self.logits.type, "logits")
+        infer_cross_entropy_shape(logits, check_targets(self.targets.type))
+        grad = check_tensor(self.grad.type, "g")
+        if grad != ():
+            raise VerifyException(
+                f"expected g to be a scalar tensor<f32>, got shape {format_shape(grad)}"
+            )
+        check_result(self.result, self.logits.type)

@@ -1,7 +1,7 @@
-"""Data movement: `graph.concat`, `graph.split`, `graph.reshape`, `graph.flatten` and
-`graph.transpose`.
+"""Data movement: `graph.concat`, `graph.split`, `graph.reshape`, `graph.flatten`,
+`graph.transpose` and `graph.broadcast`.
 
-One batch rule for all five: a dynamic batch (``?`` at dimension 0) stays at
+One batch rule for the first five: a dynamic batch (``?`` at dimension 0) stays at
 dimension 0, unchanged. Concatenating or splitting along it, reshaping or
 flattening it into another dimension, and permuting it elsewhere are verifier
 errors (folding the batch into another dimension is not supported); a static dimension 0 is an
@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
 from xdsl.dialects.builtin import (
+    DYNAMIC_INDEX,
     I64,
     DenseArrayBase,
     IntegerAttr,
@@ -26,6 +27,7 @@ from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     irdl_op_definition,
     operand_def,
+    opt_operand_def,
     opt_prop_def,
     prop_def,
     result_def,
@@ -38,8 +40,10 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects.graph.shapes import (
     Shape,
+    broadcast_shapes,
     check_result,
     check_tensor,
+    format_shape,
     infer_concat_shape,
     infer_flatten_shape,
     infer_reshape_shape,
@@ -379,3 +383,93 @@ class TransposeOp(StructureOp):
     def verify_(self) -> None:
         shape = check_tensor(self.input.type, "input")
         check_result(self.result, TensorType(f32, infer_transpose_shape(shape, self.perm)))
+
+
+def needs_batch_source(shape: Sequence[int], result: Sequence[int]) -> bool:
+    """Whether a result's dynamic batch cannot come from the input: the input
+    does not carry a ``?`` at the result's dimension 0."""
+    if not result or result[0] != DYNAMIC_INDEX:
+        return False
+    return len(shape) != len(result) or shape[0] != DYNAMIC_INDEX
+
+
+def check_broadcast(
+    shape: Sequence[int], result: Sequence[int], batch_source: Sequence[int] | None
+) -> None:
+    """The shape rule of `graph.broadcast`: ``shape`` stretches to ``result`` by
+    numpy broadcasting (`broadcast_shapes` of the two is ``result``), and a
+    ``batch_source`` shape (dimension 0 dynamic) is given exactly when the
+    result's dynamic batch does not come from the input."""
+    stretched = broadcast_shapes(shape, result)
+    if stretched != tuple(result):
+        raise VerifyException(
+            f"cannot broadcast {format_shape(shape)} to {format_shape(result)}: "
+            f"broadcasting them gives {format_shape(stretched)}"
+        )
+    needed = needs_batch_source(shape, result)
+    if batch_source is None and needed:
+        raise VerifyException(
+            f"broadcasting {format_shape(shape)} to the dynamic batch of "
+            f"{format_shape(result)} needs a batch source operand (a tensor whose "
+            "dimension 0 is the batch)"
+        )
+    if batch_source is not None:
+        if not needed:
+            raise VerifyException(
+                "unexpected batch source: the result has no dynamic batch, or the input carries it"
+            )
+        if not batch_source or batch_source[0] != DYNAMIC_INDEX:
+            raise VerifyException(
+                "expected the batch source to have a dynamic batch dimension 0, "
+                f"got shape {format_shape(batch_source)}"
+            )
+
+
+@irdl_op_definition
+class BroadcastOp(OptionsFormatOp):
+    """``input`` stretched to the result type by numpy broadcasting, as
+    ``torch.broadcast_to(x, shape)``: shapes align on their trailing dimensions
+    and a size 1 (or a missing leading dimension) repeats the data::
+
+        y[i_0, ..., i_{r-1}] = x[j]   with   j_k = 0 where x.shape[k] = 1, else i_{k + r - rank(x)}
+
+    The result shape must be what `broadcast_shapes` gives for the two shapes
+    (the backward of a reduction stretches a gradient back over the reduced
+    axes). A result with a dynamic batch (``?`` at dimension 0) takes it from
+    the input when the input has ``?`` there; otherwise the optional second
+    operand, the batch source, is required: a tensor whose dimension 0 is the
+    batch (only its size is read, never its values).
+
+        %y = graph.broadcast %g : (tensor<?x16x1x1xf32>) -> tensor<?x16x8x8xf32>
+        %z = graph.broadcast %zero, %x : (tensor<f32>, tensor<?x32xf32>)
+            -> tensor<?x16xf32>
+    """
+
+    name = "graph.broadcast"
+
+    input = operand_def(TensorType)
+    batch_source = opt_operand_def(TensorType)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        result_type: TensorType,
+        batch_source: SSAValue | Operation | None = None,
+    ):
+        """Broadcast ``input`` to ``result_type``; ``batch_source`` supplies a
+        dynamic batch the input does not carry."""
+        super().__init__(
+            operands=[input, [] if batch_source is None else [batch_source]],
+            result_types=[result_type],
+        )
+
+    def verify_(self) -> None:
+        shape = check_tensor(self.input.type, "input")
+        result = check_tensor(self.result.type, "result")
+        source = None
+        if self.batch_source is not None:
+            source = check_tensor(self.batch_source.type, "batch source")
+        check_broadcast(shape, result, source)

@@ -10,7 +10,10 @@ Each `Pointwise` entry gives, for the graph op it is keyed by (``graph.<name>``)
 - ``epilogue``: whether it may ride in a GEMM epilogue (a fused convolution's
   ``activation``), which only unary entries without options may (the fused
   op's ``activation`` is a bare keyword);
-- ``options``: the op properties the semantics read (by attribute name on the op).
+- ``options``: the op properties the semantics read (by attribute name on the op);
+- ``derivative`` (unary) and ``vjp`` (binary): the backward, for training
+  (`teeny_ir.autodiff`): a unary op's derivative in numpy, the semantics of
+  ``graph.activation_grad``; a binary op's gradients as graph ops.
 
 Who reads it: the reference interpreter (semantics of every entry's op and of the
 fused convolution's epilogue), fuse-conv-bn-act (which ops it absorbs), the fused
@@ -33,6 +36,8 @@ Semantics = Callable[..., Any]
 """``(np, *operands, **options) -> array``: float64 in, float64 out."""
 NO_ACTIVATION = "none"
 """The epilogue value of a GEMM that applies no activation."""
+BinaryVjp = Callable[[Any, Any, Any, Any, Any], tuple[Any, Any]]
+"""``(builder, x, y, out, g) -> (dx, dy)`` over SSA values (see `Pointwise.vjp`)."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,14 @@ class Pointwise:
     when the op has any (the values are literal numbers in the emitted kernel)."""
     epilogue: bool = False
     options: tuple[str, ...] = ()
+    derivative: Semantics | None = None
+    """Unary entries: ``(np, x, **options) -> d op(x) / dx`` in float64, PyTorch's
+    backward formula (`graph.activation_grad` multiplies it by the incoming
+    gradient)."""
+    vjp: BinaryVjp | None = None
+    """Binary entries: ``vjp(b, x, y, out, g) -> (dx, dy)``, the gradients before
+    unbroadcasting, built with the autodiff builder ``b`` (its ``mul``, ``div``,
+    ``neg``... methods; `teeny_ir.autodiff.context.VjpContext`)."""
 
     @property
     def name(self) -> str:
@@ -90,6 +103,34 @@ def _gelu(np: ModuleType, x: Any, approximate: str) -> Any:
     return 0.5 * x * (1.0 + _erf(np, x / math.sqrt(2.0)))
 
 
+def _gelu_derivative(np: ModuleType, x: Any, approximate: str) -> Any:
+    """PyTorch's ``gelu_backward`` factor (``GeluKernel.cpp``)."""
+    if approximate == "tanh":
+        beta, kappa = math.sqrt(2.0 / math.pi), 0.044715
+        inner = np.tanh(beta * (x + kappa * x**3))
+        left, right = 0.5 * x, 1.0 + inner
+        return 0.5 * right + left * (1.0 - inner * inner) * beta * (1.0 + 3.0 * kappa * x * x)
+    cdf = 0.5 * (1.0 + _erf(np, x / math.sqrt(2.0)))
+    pdf = np.exp(-0.5 * x * x) / math.sqrt(2.0 * math.pi)
+    return cdf + x * pdf
+
+
+def _silu_derivative(np: ModuleType, x: Any) -> Any:
+    s = _logistic(np, x)
+    return s * (1.0 + x * (1.0 - s))
+
+
+def _sigmoid_derivative(np: ModuleType, x: Any) -> Any:
+    s = _logistic(np, x)
+    return s * (1.0 - s)
+
+
+def _div_vjp(b: Any, x: Any, y: Any, out: Any, g: Any) -> tuple[Any, Any]:
+    """d(x / y): ``g / y`` and ``-g * x / y**2 = -(g / y) * out``."""
+    dx = b.div(g, y)
+    return dx, b.neg(b.mul(dx, out))
+
+
 def _gelu_triton(options: Mapping[str, Any]) -> str:
     if options.get("approximate") == "tanh":
         # gelu_tanh_arg: sqrt(2/pi) * (x + 0.044715 x^3) with the cube kept from overflowing.
@@ -111,23 +152,63 @@ TABLE: tuple[Pointwise, ...] = (
         lambda np, x: x * _logistic(np, x),
         "x * logistic(x)",
         epilogue=True,
+        derivative=_silu_derivative,
     ),
     # x < 0 ? 0 : x keeps NaN (tl.maximum would not: it is fmax in the interpreter).
-    Pointwise("graph.relu", 1, lambda np, x: np.maximum(x, 0.0), "tl.where(x < 0, 0.0, x)", True),
-    Pointwise("graph.sigmoid", 1, _logistic, "logistic(x)", epilogue=True),
-    Pointwise("graph.tanh", 1, lambda np, x: np.tanh(x), "tanh_stable(x)", epilogue=True),
-    Pointwise("graph.gelu", 1, _gelu, _gelu_triton, options=("approximate",)),
+    # PyTorch's threshold_backward: the gradient passes where x > 0 (not at 0, not NaN).
+    Pointwise(
+        "graph.relu",
+        1,
+        lambda np, x: np.maximum(x, 0.0),
+        "tl.where(x < 0, 0.0, x)",
+        True,
+        derivative=lambda np, x: np.where(x > 0, 1.0, 0.0),
+    ),
+    Pointwise(
+        "graph.sigmoid",
+        1,
+        _logistic,
+        "logistic(x)",
+        epilogue=True,
+        derivative=_sigmoid_derivative,
+    ),
+    Pointwise(
+        "graph.tanh",
+        1,
+        lambda np, x: np.tanh(x),
+        "tanh_stable(x)",
+        epilogue=True,
+        derivative=lambda np, x: 1.0 - np.tanh(x) ** 2,
+    ),
+    Pointwise(
+        "graph.gelu",
+        1,
+        _gelu,
+        _gelu_triton,
+        options=("approximate",),
+        derivative=_gelu_derivative,
+    ),
     Pointwise(
         "graph.leaky_relu",
         1,
         lambda np, x, negative_slope: np.where(x >= 0, x, negative_slope * x),
         _leaky_relu_triton,
         options=("negative_slope",),
+        # PyTorch's leaky_relu_backward: x > 0 ? 1 : negative_slope.
+        derivative=lambda np, x, negative_slope: np.where(x > 0, 1.0, negative_slope),
     ),
-    Pointwise("graph.add", 2, lambda np, x, y: x + y, "x + y"),
-    Pointwise("graph.sub", 2, lambda np, x, y: x - y, "x - y"),
-    Pointwise("graph.mul", 2, lambda np, x, y: x * y, "x * y"),
-    Pointwise("graph.div", 2, _divide, "x / y"),
+    Pointwise("graph.add", 2, lambda np, x, y: x + y, "x + y", vjp=lambda b, x, y, o, g: (g, g)),
+    Pointwise(
+        "graph.sub", 2, lambda np, x, y: x - y, "x - y", vjp=lambda b, x, y, o, g: (g, b.neg(g))
+    ),
+    Pointwise(
+        "graph.mul",
+        2,
+        lambda np, x, y: x * y,
+        "x * y",
+        vjp=lambda b, x, y, o, g: (b.mul(g, y), b.mul(g, x)),
+    ),
+    Pointwise("graph.div", 2, _divide, "x / y", vjp=_div_vjp),
 )
 
 BY_OP: dict[str, Pointwise] = {entry.op: entry for entry in TABLE}
@@ -208,6 +289,10 @@ def _check_table() -> None:
             raise ValueError(f"pointwise '{entry.op}' has arity {entry.arity}, not 1 or 2")
         if entry.epilogue and (entry.arity != 1 or entry.options):
             raise ValueError(f"pointwise '{entry.op}': only unary ops without options fuse")
+        if (entry.derivative is None) != (entry.arity != 1) or (entry.vjp is None) != (
+            entry.arity != 2
+        ):
+            raise ValueError(f"pointwise '{entry.op}' needs a derivative (unary) or a vjp (binary)")
         if not entry.op.startswith("graph.") or not entry.name.isidentifier():
             raise ValueError(f"pointwise '{entry.op}' is not named graph.<identifier>")
     if len(BY_OP) != len(TABLE) or NO_ACTIVATION in BY_NAME:

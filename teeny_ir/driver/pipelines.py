@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from teeny_ir.driver.pass_options import OptionError, _convert, _type_text, did_you_mean
 from teeny_ir.driver.pipeline_syntax import NestedSpec, OptionValue, PassSpec, parse_any
@@ -121,6 +121,45 @@ PROFILE = PipelineOption(
 )
 """The tile profile option of the lowering pipelines."""
 
+TRAINING_OPTIONS = (
+    PipelineOption(
+        "optimizer",
+        Literal["sgd", "adamw"],
+        "sgd",
+        "the optimizer: torch.optim.SGD or torch.optim.AdamW",
+        (("apply-optimizer", "kind"),),
+    ),
+    PipelineOption("lr", float, 1e-3, "learning rate", (("apply-optimizer", "lr"),)),
+    PipelineOption(
+        "momentum", float, 0.0, "SGD momentum (0: no buffer)", (("apply-optimizer", "momentum"),)
+    ),
+    PipelineOption(
+        "weight-decay",
+        float,
+        "0 for sgd, 0.01 for adamw (PyTorch's defaults)",
+        "weight decay of conv and linear weights (SGD: L2 in the gradient; AdamW: decoupled)",
+        (("apply-optimizer", "weight-decay"),),
+    ),
+    PipelineOption(
+        "betas",
+        tuple[float, ...],
+        "0.9,0.999",
+        "AdamW's two moment decay rates",
+        (("apply-optimizer", "betas"),),
+    ),
+    PipelineOption("eps", float, 1e-8, "AdamW's epsilon", (("apply-optimizer", "eps"),)),
+    PipelineOption(
+        "decay-all",
+        bool,
+        False,
+        "decay every trainable parameter, BN parameters and biases too",
+        (("apply-optimizer", "decay-all"),),
+    ),
+    PROFILE,
+)
+"""The options of ``teeny-training``: apply-optimizer's (``optimizer`` is its
+``kind``) and the tile profile."""
+
 PIPELINES: dict[str, NamedPipeline] = {
     p.name: p
     for p in (
@@ -132,6 +171,16 @@ PIPELINES: dict[str, NamedPipeline] = {
             "builtin.module(split-bias,fuse-conv-bn-act{mode=inference},"
             "select-conv-algorithm,lower-graph-to-kernel)",
             (PROFILE,),
+        ),
+        NamedPipeline(
+            "teeny-training",
+            "training at the graph level: batch norms in training form, biases split, "
+            "conv+bias+activation fused (mode=training), conv algorithms picked, the "
+            "backward inserted and the optimizer step appended (options: optimizer=sgd|adamw, "
+            "lr, momentum, weight-decay, betas, eps, decay-all, profile)",
+            "builtin.module(train-mode,split-bias,fuse-conv-bn-act{mode=training},"
+            "select-conv-algorithm,insert-backward,apply-optimizer)",
+            TRAINING_OPTIONS,
         ),
         NamedPipeline(
             "cleanup",

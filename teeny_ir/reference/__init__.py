@@ -9,7 +9,8 @@ with `teeny_ir.core.derivations.evaluate`, the single implementation of the BN f
 
 Bad input raises `teeny_ir.DiagnosticError`: a module without ``@forward``,
 inputs of the wrong count, shape, batch or dtype, weights that are missing or
-mis-shaped, or that make a derivation non-finite (a negative running variance
+mis-shaped (a ``graph.param`` marked ``zero_default`` may be missing: it
+reads as zeros), or that make a derivation non-finite (a negative running variance
 under the BN fold; likewise for an inference `graph.batch_norm` reading a
 ``graph.param`` variance) - all of them listed in one error, each located at
 the op that reads them - and ops the interpreter has no semantics for (named,
@@ -174,8 +175,9 @@ def _check_variance(
 
 
 def _check_weights(forward: FuncOp, weights: Weights) -> dict[str, Array]:
-    """The float32 array of each `graph.param`; every missing or mis-shaped weight
-    (of a param or a derivation source) is listed in one error."""
+    """The float32 array of each `graph.param` (zeros for a missing ``zero_default``
+    one); every missing or mis-shaped weight (of a param or a derivation source)
+    is listed in one error."""
     problems: dict[str, Diagnostic] = {}
 
     def problem(message: str, op: Operation) -> None:
@@ -189,7 +191,10 @@ def _check_weights(forward: FuncOp, weights: Weights) -> dict[str, Array]:
         assert isinstance(op.result.type, TensorType)  # verified
         expected = op.result.type.get_shape()
         if name not in weights:
-            problem(f"weight '{name}' is missing", op)
+            if op.zero_default:  # state that starts at zero (an optimizer's)
+                params[name] = np.zeros(expected, np.float32)
+            else:
+                problem(f"weight '{name}' is missing", op)
             continue
         value = np.asarray(weights[name])
         if value.dtype.kind != "f":

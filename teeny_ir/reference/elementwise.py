@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from dialects.graph.elementwise import BiasAddOp
+from dialects.graph.elementwise import ActivationGradOp, BiasAddOp
 from teeny_ir.core import pointwise
 from teeny_ir.reference.common import Array, Weights, channel
 from teeny_ir.reference.semantics import pointwise_rule, semantics
@@ -24,3 +24,13 @@ def _pointwise_op(op: Any, args: list[Array], weights: Weights) -> list[Array]:
 def _bias_add_op(op: BiasAddOp, args: list[Array], weights: Weights) -> list[Array]:
     x, bias = args
     return [np.asarray(x, np.float64) + channel(bias, x.ndim)]
+
+
+@semantics(ActivationGradOp)
+def _activation_grad_op(op: ActivationGradOp, args: list[Array], weights: Weights) -> list[Array]:
+    x, grad = (np.asarray(a, np.float64) for a in args)
+    entry = pointwise.BY_NAME[op.activation]
+    assert entry.derivative is not None
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        factor = entry.derivative(np, x, **pointwise.options_of(entry, op))
+    return [factor * grad]

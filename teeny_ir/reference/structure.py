@@ -1,5 +1,6 @@
 """Reference semantics of the data-movement ops: `graph.concat`, `graph.split`,
-`graph.reshape`, `graph.flatten` and `graph.transpose`, in float64.
+`graph.reshape`, `graph.flatten`, `graph.transpose` and `graph.broadcast`, in
+float64.
 
 Shapes come from the (verified) result types, with the run-time batch in place
 of ``?``, so the interpreter never re-derives a shape rule.
@@ -11,7 +12,14 @@ import numpy as np
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType
 from xdsl.ir import SSAValue
 
-from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
+from dialects.graph.structure import (
+    BroadcastOp,
+    ConcatOp,
+    FlattenOp,
+    ReshapeOp,
+    SplitOp,
+    TransposeOp,
+)
 from teeny_ir.reference.common import Array, Weights
 from teeny_ir.reference.semantics import semantics
 
@@ -43,3 +51,12 @@ def _view(op: ReshapeOp | FlattenOp, args: list[Array], weights: Weights) -> lis
 @semantics(TransposeOp)
 def _transpose_op(op: TransposeOp, args: list[Array], weights: Weights) -> list[Array]:
     return [np.transpose(np.asarray(args[0], np.float64), op.perm)]
+
+
+@semantics(BroadcastOp)
+def _broadcast_op(op: BroadcastOp, args: list[Array], weights: Weights) -> list[Array]:
+    """The input stretched to the result's shape; a dynamic batch is the batch
+    source's (when given) or the input's dimension 0."""
+    x = np.asarray(args[0], np.float64)
+    batch = args[1].shape[0] if len(args) > 1 else (x.shape[0] if x.ndim else 1)
+    return [np.broadcast_to(x, _concrete_shape(op.result, batch)).copy()]
