@@ -353,3 +353,43 @@ def test_lenet_twenty_sgd_steps_track_pytorch() -> None:
     assert want_losses[-1] < 0.75 * want_losses[0]  # it trains: not a vacuous comparison
     final = {k: v.detach().numpy() for k, v in model.named_parameters()}
     check({k: state[k] for k in final}, final, 1.0)
+
+
+def test_lenet_adamw_steps_match_pytorch() -> None:
+    """Three AdamW steps (bias correction from the step state, decoupled decay on
+    the conv and linear weights only): parameters, exp_avg, exp_avg_sq and step
+    as torch.optim.AdamW keeps them, state absent from the first step's weights."""
+    module = lenet_training_module()
+    teeny_ir.PassManager.parse(
+        "apply-optimizer{kind=adamw lr=1e-3 betas=0.9,0.999 eps=1e-8 weight-decay=0.01}"
+    ).run(module)
+    model, weights = _lenet_weights(21)
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((4, 1, 28, 28)).astype(np.float32)
+    targets = rng.integers(0, 10, 4).astype(np.int64)
+    named = dict(model.named_parameters())
+    decay = [p for name, p in named.items() if name.endswith("weight")]
+    rest = [p for name, p in named.items() if name.endswith("bias")]
+    adamw = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}],
+        lr=1e-3,
+        betas=(0.9, 0.999),
+        eps=1e-8,
+    )
+    state: dict[str, np.ndarray] = dict(weights)
+    for _ in range(3):
+        outputs = reference.run(module, state, [x, targets])
+        state |= results_by_attr(module, outputs, "teeny.updated")
+        adamw.zero_grad()
+        nn.functional.cross_entropy(
+            model(torch.tensor(x, dtype=torch.float64)), torch.tensor(targets)
+        ).backward()
+        adamw.step()
+    want: dict[str, np.ndarray] = {}
+    for name, p in named.items():
+        kept = adamw.state[p]
+        want[name] = p.detach().numpy()
+        want[f"{name}.exp_avg"] = kept["exp_avg"].numpy()
+        want[f"{name}.exp_avg_sq"] = kept["exp_avg_sq"].numpy()
+        want[f"{name}.step"] = np.asarray(float(kept["step"]))
+    check({k: state[k] for k in want}, want, 1.0)
