@@ -77,6 +77,8 @@ class Trainable:
 
     type: TensorType
     ops: list[ParamOp]
+    where: Operation | None = None
+    """The op that first reads it (a fused convolution, for a folded bias)."""
 
 
 def trainable_params(function: FuncOp) -> dict[str, Trainable]:
@@ -92,7 +94,7 @@ def trainable_params(function: FuncOp) -> dict[str, Trainable]:
             for derivation in (op.scale.data, op.shift.data):
                 if derivation.kind == "identity":
                     (name,) = derivation.sources
-                    found.setdefault(name, Trainable(TensorType(f32, derivation.shape), []))
+                    found.setdefault(name, Trainable(TensorType(f32, derivation.shape), [], op))
                     used_otherwise.add(name)
             continue
         if not isinstance(op, ParamOp):
@@ -218,6 +220,8 @@ def _declare(block: Block, params: dict[str, Trainable]) -> None:
     for name, trainable in params.items():
         if not trainable.ops:
             param = ParamOp(name, trainable.type)
+            if trainable.where is not None:
+                param.location = trainable.where.location
             block.insert_op_before(param, first)
             trainable.ops.append(param)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import TensorType, f32
+from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
 from dialects.graph.conv import (
@@ -25,8 +25,7 @@ from dialects.graph.conv import (
     ConvOptionsOp,
     FusedConv2dOp,
 )
-from dialects.graph.elementwise import ActivationGradOp, BiasAddOp
-from dialects.graph.param import ParamOp
+from dialects.graph.elementwise import ActivationGradOp
 from dialects.graph.reduce import ReduceSumOp
 from teeny_ir.autodiff.context import VjpContext
 from teeny_ir.autodiff.registry import VjpError, not_differentiable, vjp
@@ -126,13 +125,17 @@ def _fused_conv2d(
         return [None] * len(op.operands)
     dz = g
     if op.activation != pointwise.NO_ACTIVATION:
-        z = ctx.emit(
-            Conv2dOp(ctx.value(op.input), ctx.value(op.weight), **_options(op))  # type: ignore[arg-type]
-        ).result
-        if bias is not None:
-            channels = _type(op.result).get_shape()[1]
-            b = ctx.emit(ParamOp(bias, TensorType(f32, [channels]))).result
-            z = ctx.emit(BiasAddOp(z, b)).result
+        # The pre-activation, recomputed as the same fused convolution (its
+        # algorithm and tiles kept) without the activation and the residual:
+        # one launch once lowered.
+        properties = {k: v for k, v in op.properties.items() if k != "activation"}
+        pre = FusedConv2dOp.create(
+            operands=[ctx.value(op.input), ctx.value(op.weight)],
+            result_types=[op.result.type],
+            properties=properties,
+            attributes=dict(op.attributes),
+        )
+        z = ctx.emit(pre).results[0]
         dz = ctx.emit(ActivationGradOp(z, g, op.activation)).result
     dx, dw = _input_and_weight_grads(ctx, op, op.input, op.weight, dz)
     if bias is not None:
