@@ -38,6 +38,7 @@ from xdsl.dialects.builtin import (
     NoneAttr,
     StringAttr,
     TensorType,
+    UnitAttr,
     f32,
     i64,
 )
@@ -48,6 +49,7 @@ from xdsl.irdl import (
     irdl_attr_definition,
     irdl_op_definition,
     operand_def,
+    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -277,15 +279,31 @@ class WeightOp(IRDLOperation):
     read weights only through parameter slots.
 
         kernel.weight "model.0.conv.weight" : tensor<37x37x1x1xf32>
+        kernel.weight "model.0.conv.weight.momentum_buffer" zero_default : tensor<...>
+
+    ``zero_default`` marks optimizer state that is zero when absent from the weights.
     """
 
     name = "kernel.weight"
 
     weight_name_attr = prop_def(StringAttr, prop_name="weight_name")
     weight_type = prop_def(TensorType, prop_name="type")
+    zero_default_attr = opt_prop_def(UnitAttr, prop_name="zero_default")
 
-    def __init__(self, name: str, type: TensorType):
-        super().__init__(properties={"weight_name": StringAttr(name), "type": type})
+    def __init__(self, name: str, type: TensorType, *, zero_default: bool = False):
+        super().__init__(
+            properties={
+                "weight_name": StringAttr(name),
+                "type": type,
+                "zero_default": UnitAttr() if zero_default else None,
+            }
+        )
+
+    @property
+    def zero_default(self) -> bool:
+        """Optimizer state that starts at zero when the weights lack it (the
+        graph.param's ``zero_default``)."""
+        return self.zero_default_attr is not None
 
     @property
     def weight_name(self) -> str:
@@ -311,15 +329,18 @@ class WeightOp(IRDLOperation):
     @classmethod
     def parse(cls, parser: Parser) -> WeightOp:
         name = parse_utf8_literal(parser, "weight name")
-        attributes = parse_attr_dict(parser, ("weight_name", "type"))
+        zero_default = parser.parse_optional_keyword("zero_default") is not None
+        attributes = parse_attr_dict(parser, ("weight_name", "type", "zero_default"))
         parser.parse_punctuation(":")
-        op = cls(name, parse_tensor_type(parser))
+        op = cls(name, parse_tensor_type(parser), zero_default=zero_default)
         op.attributes.update(attributes)
         return op
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_string_literal(self.weight_name)
+        if self.zero_default:
+            printer.print_string(" zero_default")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.weight_type)

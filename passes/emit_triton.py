@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, ModuleOp, TensorType, i64
+from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, ModuleOp, StringAttr, TensorType, i64
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
@@ -108,6 +108,7 @@ class _Collected:
     )
     launches: list[LaunchSpec] = field(default_factory=list[LaunchSpec])
     outputs: list[str] = field(default_factory=list[str])
+    roles: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     origins: dict[tuple[str, int], Operation] = field(
         default_factory=dict[tuple[str, int], Operation]
     )
@@ -224,7 +225,7 @@ def _collect(forward: FuncOp) -> _Collected:
     for op in forward.body.block.ops:
         if isinstance(op, WeightOp):
             plan.origins["weights", len(plan.weights)] = op
-            plan.weights.append(WeightSpec(op.weight_name, tuple(op.shape)))
+            plan.weights.append(WeightSpec(op.weight_name, tuple(op.shape), op.zero_default))
         elif isinstance(op, LaunchOp):
             plan.origins["launches", len(plan.launches)] = op
             plan.launches.append(_launch(op, plan, names))
@@ -240,6 +241,7 @@ def _collect(forward: FuncOp) -> _Collected:
                 if is_strided(value.type) or value in names.places or value not in names.names:
                     raise _error("a function result must be an input or a buffer of its own", op)
             plan.outputs = [names[value] for value in op.arguments]
+            plan.roles = _roles(forward)
             plan.returned = op
     return plan
 
@@ -248,6 +250,24 @@ def _dtype(value: SSAValue) -> str:
     """The plan dtype of a value `_shape` accepted: ``i64`` or ``f32``."""
     assert isinstance(value.type, TensorType)
     return "i64" if value.type.element_type == i64 else "f32"
+
+
+ROLE_ATTRS = {"teeny.grad": "grad", "teeny.updated": "updated", "teeny.running": "running"}
+"""The result attributes of the training passes -> the plan's output roles."""
+
+
+def _roles(forward: FuncOp) -> list[tuple[str, str]]:
+    """Per result, its plan role from its result attributes (empty when none has one)."""
+    if forward.res_attrs is None:
+        return []
+    roles: list[tuple[str, str]] = []
+    for attrs in forward.res_attrs.data:
+        found = [(role, attrs.data[key]) for key, role in ROLE_ATTRS.items() if key in attrs.data]
+        if found and isinstance(found[0][1], StringAttr):
+            roles.append((found[0][0], found[0][1].data))
+        else:
+            roles.append(("", ""))
+    return roles if any(role for role, _ in roles) else []
 
 
 def _shape(value: SSAValue, where: Operation) -> tuple[int | str, ...]:
@@ -335,6 +355,7 @@ def _draft(forward: FuncOp, plan: _Collected) -> Plan:
         tuple(plan.launches),
         tuple(plan.outputs),
         tuple(plan.views),
+        tuple(plan.roles),
     )
 
 

@@ -173,7 +173,7 @@ def plan_function(function: FuncOp) -> _Plan:
             plan.materialized.append((param, value))
             if name not in declared:
                 declared.add(name)
-                weight = WeightOp(name, type_)
+                weight = WeightOp(name, type_, zero_default=param.zero_default)
                 weight.location = param.location
                 plan.weights.append(weight)
     return plan
@@ -245,7 +245,11 @@ def _declare_weights(
             if source not in declared:
                 declared.add(source)
                 type_, declaration = types[source]
-                weight = WeightOp(source, type_)
+                weight = WeightOp(
+                    source,
+                    type_,
+                    zero_default=isinstance(declaration, ParamOp) and declaration.zero_default,
+                )
                 weight.location = declaration.location
                 weights.append(weight)
 

@@ -29,13 +29,16 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import RenderError, render
 
 FORMAT = "teeny-ir-plan"
-VERSION = 4
+VERSION = 5
 """2: a pointwise constexpr is the name of a pointwise-table entry (a string).
 3: ``views`` (channel slices of buffers, zero-copy splits and concats), each
 launch's ``sources`` (the graph ops it implements, with their locations), launch
 inputs bound to parameters, and ``literal`` derivations (``bits``).
 4: inputs and buffers may be ``i64`` (class indices, status outputs), and a
-family's status outputs (`KernelFamily.status_checks`) are checked after the run."""
+family's status outputs (`KernelFamily.status_checks`) are checked after the run.
+5: training plans: an output may carry a ``role`` (``grad``, ``updated``,
+``running``) and the weight it is ``of``; a weight may be ``zero_default``
+(optimizer state, zero when absent)."""
 BATCH = "B"
 """The only symbol plan expressions may use: the batch size."""
 
@@ -43,6 +46,10 @@ _NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _F32 = {"const": "f32"}
+ROLES = ("grad", "updated", "running")
+"""What a training plan's output is besides a user result: a parameter's gradient
+(``teeny.grad``), its update or an optimizer state's (``teeny.updated``), or an
+updated running statistic (``teeny.running``); ``of`` names the weight."""
 DTYPES = ("f32", "i64")
 """Element types of plan inputs and buffers (views, weights and params are f32)."""
 _DTYPE = {"enum": list(DTYPES)}
@@ -101,14 +108,26 @@ SCHEMA: dict[str, Any] = {
 } | _record(
     {"format": {"const": FORMAT}, "version": {"const": VERSION}, "function": _NAME}
     | {"inputs": _array(_TENSOR), "buffers": _array(_TENSOR), "views": _array(_VIEW)}
-    | {"weights": _array(_record({"name": _TEXT, "shape": _DIMS, "dtype": _F32}))}
+    | {
+        "weights": _array(
+            _record(
+                {"name": _TEXT, "shape": _DIMS, "dtype": _F32, "zero_default": {"const": True}},
+                "zero_default",
+            )
+        )
+    }
     | {
         "params": _array(
             _record({"name": _NAME, "shape": _DIMS, "dtype": _F32, "derivation": _DERIVATION})
         )
     }
     | {"kernels": _array(_KERNEL), "launches": _array(_LAUNCH)}
-    | {"outputs": _array(_record({"tensor": _NAME}), minItems=1)}
+    | {
+        "outputs": _array(
+            _record({"tensor": _NAME, "role": {"enum": list(ROLES)}, "of": _TEXT}, "role", "of"),
+            minItems=1,
+        )
+    }
 )
 """JSON Schema (draft 2020-12) of the current plan version."""
 
@@ -155,10 +174,12 @@ class ViewSpec:
 
 @dataclass(frozen=True)
 class WeightSpec:
-    """One entry of the weight table (a state-dict key and its static shape)."""
+    """One entry of the weight table (a state-dict key and its static shape);
+    ``zero_default``: optimizer state that is zero when the weights lack it."""
 
     name: str
     shape: tuple[int, ...]
+    zero_default: bool = False
 
 
 @dataclass(frozen=True)
@@ -230,6 +251,13 @@ class Plan:
     launches: tuple[LaunchSpec, ...]
     outputs: tuple[str, ...]
     views: tuple[ViewSpec, ...] = ()
+    roles: tuple[tuple[str, str], ...] = ()
+    """Per output, ``(role, weight)`` (see `ROLES`), ``("", "")`` for a user
+    result; empty when no output has a role (an inference plan)."""
+
+    def role(self, index: int) -> tuple[str, str]:
+        """Output ``index``'s ``(role, weight)``; ``("", "")`` for a user result."""
+        return self.roles[index] if self.roles else ("", "")
 
     def to_json(self) -> dict[str, Any]:
         def tensor(t: TensorSpec | WeightSpec | ParamSpec) -> dict[str, Any]:
@@ -273,13 +301,20 @@ class Plan:
             "version": VERSION,
             "function": self.function,
             "inputs": [tensor(t) for t in self.inputs],
-            "weights": [tensor(w) for w in self.weights],
+            "weights": [
+                tensor(w) | ({"zero_default": True} if w.zero_default else {})
+                for w in self.weights
+            ],
             "params": [tensor(p) | {"derivation": p.derivation.to_json()} for p in self.params],
             "buffers": [tensor(t) for t in self.buffers],
             "views": [view(v) for v in self.views],
             "kernels": [kernel(k) for k in self.kernels],
             "launches": [launch(entry) for entry in self.launches],
-            "outputs": [{"tensor": name} for name in self.outputs],
+            "outputs": [
+                {"tensor": name}
+                | (dict(zip(("role", "of"), self.role(i), strict=True)) if self.role(i)[0] else {})
+                for i, name in enumerate(self.outputs)
+            ],
         }
 
     @classmethod
@@ -332,7 +367,10 @@ class Plan:
             function=data["function"],
             inputs=tuple(tensor(t) for t in data["inputs"]),
             weights=tuple(
-                WeightSpec(w["name"], tuple(int(d) for d in w["shape"])) for w in data["weights"]
+                WeightSpec(
+                    w["name"], tuple(int(d) for d in w["shape"]), bool(w.get("zero_default"))
+                )
+                for w in data["weights"]
             ),
             params=tuple(param(p) for p in data["params"]),
             buffers=tuple(tensor(t) for t in data["buffers"]),
@@ -340,6 +378,11 @@ class Plan:
             launches=tuple(launch(entry) for entry in data["launches"]),
             outputs=tuple(o["tensor"] for o in data["outputs"]),
             views=tuple(view(v) for v in data["views"]),
+            roles=(
+                tuple((o.get("role", ""), o.get("of", "")) for o in data["outputs"])
+                if any("role" in o for o in data["outputs"])
+                else ()
+            ),
         )
 
 
@@ -560,6 +603,7 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             raise PlanError(
                 f"output '{name}' is not an input, or a buffer or view written by launches"
             )
+    _check_roles(plan, weight_shapes)
     batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
     if uses_batch and not batch_inputs:
         raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")
@@ -568,6 +612,24 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             validator.validate(launch_contract(plan, kernels[launch.kernel], launch, shapes))
         except validator.ContractError as err:
             raise PlanError(f"launch {index} ('{launch.kernel}'): {err}") from None
+
+
+def _check_roles(plan: Plan, weight_shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """A training plan's output roles: one per output, each naming a weight of
+    the table, each (role, weight) once."""
+    if not plan.roles:
+        return
+    if len(plan.roles) != len(plan.outputs):
+        raise PlanError(f"{len(plan.roles)} output roles for {len(plan.outputs)} outputs")
+    seen: set[tuple[str, str]] = set()
+    for index, (role, weight) in enumerate(plan.roles):
+        if not role:
+            continue
+        if weight not in weight_shapes:
+            raise PlanError(f"output {index} is the {role} of '{weight}', which is no weight")
+        if (role, weight) in seen:
+            raise PlanError(f"two outputs are the {role} of '{weight}'")
+        seen.add((role, weight))
 
 
 def tensor_shapes(plan: Plan) -> dict[str, tuple[int | str, ...]]:

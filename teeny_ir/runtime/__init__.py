@@ -46,6 +46,8 @@ from teeny_ir.runtime.errors import (
 if TYPE_CHECKING:
     import numpy as np
 
+    from teeny_ir.runtime.trainer import Trainer
+
 __all__ = [
     "BACKENDS",
     "Backend",
@@ -132,6 +134,15 @@ class Executable:
             self.directory, self.plan, tensors | params, batch, times, progress, trace
         )
 
+    def trainer(self, weights: Mapping[str, Any] | str | os.PathLike[str]) -> Trainer:
+        """A `teeny_ir.runtime.trainer.Trainer` of this training plan, its state
+        bound from ``weights`` (a mapping, or a ``.safetensors`` path)."""
+        from teeny_ir.runtime.trainer import Trainer
+
+        if isinstance(weights, str | os.PathLike):
+            weights = read_weights(weights)
+        return Trainer(self, weights)
+
     def check_inputs(self, inputs: Sequence[Any]) -> int:
         """Check the inputs against the plan; returns the batch size ``B``."""
         import numpy as np
@@ -200,7 +211,8 @@ class Executable:
         wrong: list[str] = []
         for spec in self.plan.weights:
             if spec.name not in weights:
-                missing.append(f"{spec.name!r} {list(spec.shape)}")
+                if not spec.zero_default:  # optimizer state starts at zero
+                    missing.append(f"{spec.name!r} {list(spec.shape)}")
                 continue
             array = np.asarray(weights[spec.name])
             if tuple(array.shape) != spec.shape:
@@ -222,6 +234,15 @@ class Executable:
     def bind_parameters(self, weights: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """Every parameter, evaluated from checked weights; one `RuntimeInputError`
         names every derivation that fails (a non-finite result names its weights)."""
+        import numpy as np
+
+        absent = {
+            spec.name: np.zeros(spec.shape, np.float32)
+            for spec in self.plan.weights
+            if spec.zero_default and spec.name not in weights
+        }
+        if absent:
+            weights = {**weights, **absent}
         params: dict[str, np.ndarray] = {}
         problems: list[str] = []
         for param in self.plan.params:

@@ -143,6 +143,91 @@ class InterpreterBackend:
         return [results[f"output_{i}"] for i in range(len(plan.outputs))]
 
 
+class InterpreterSession:
+    """A worker process that stays alive across runs of one plan (a trainer's
+    steps): Triton's import and the kernel files are loaded once. `run` takes
+    the inputs and bound parameters by plan name, as `InterpreterBackend.run`."""
+
+    def __init__(self, directory: Path, plan: Plan) -> None:
+        try:
+            self.workdir = Path(tempfile.mkdtemp(prefix="teeny-train-"))
+        except OSError as err:
+            raise BackendUnavailableError(
+                "the interpreter backend cannot make its work directory in "
+                f"'{tempfile.gettempdir()}': {err.strerror or err}"
+            ) from None
+        self.plan = plan
+        request = {"plan": str(directory), "batch": 1, "trace": False}
+        (self.workdir / REQUEST_FILE).write_text(json.dumps(request), encoding="utf-8")
+        env = interpreter_environment(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH")) if p)
+        env.setdefault("PYTHONFAULTHANDLER", "1")
+        self._log = (self.workdir / LOG_FILE).open("wb")
+        try:
+            self.worker: subprocess.Popen[str] | None = subprocess.Popen(
+                [sys.executable, "-m", WORKER_MODULE, "--serve", str(self.workdir)],
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self._log,
+                text=True,
+            )
+        except OSError as err:
+            self._log.close()
+            raise BackendUnavailableError(
+                f"the interpreter backend cannot start its worker: {err.strerror or err}"
+            ) from None
+        self._expect("ready")
+
+    def _expect(self, word: str) -> None:
+        assert self.worker is not None and self.worker.stdout is not None
+        answer = self.worker.stdout.readline().strip()
+        if answer == word:
+            return
+        status = self.worker.poll()
+        error = _failure(self.workdir, 1 if status is None else status)
+        if not isinstance(error, StatusCheckError):
+            self.close(keep_log=True)
+        raise error
+
+    def run(self, tensors: Mapping[str, np.ndarray], batch: int) -> list[np.ndarray]:
+        """One run of the plan in the session's worker (raises like
+        `InterpreterBackend.run`; a `StatusCheckError` leaves the session usable)."""
+        import numpy as np
+        from safetensors.numpy import load_file, save_file
+
+        if self.worker is None:
+            raise WorkerError("the trainer's interpreter session is closed")
+        (self.workdir / ERROR_FILE).unlink(missing_ok=True)
+        arrays = {name: np.ascontiguousarray(array) for name, array in tensors.items()}
+        save_file(arrays, self.workdir / TENSORS_FILE)
+        assert self.worker.stdin is not None
+        try:
+            self.worker.stdin.write(f"run {batch}\n")
+            self.worker.stdin.flush()
+        except OSError:
+            pass  # the worker died: _expect reports it from its log
+        self._expect("ok")
+        results = load_file(self.workdir / OUTPUTS_FILE)
+        return [results[f"output_{i}"] for i in range(len(self.plan.outputs))]
+
+    def close(self, *, keep_log: bool = False) -> None:
+        """End the worker and remove the work directory (but its log, after a failure)."""
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            with contextlib.suppress(OSError, ValueError):
+                assert worker.stdin is not None
+                worker.stdin.write("quit\n")
+                worker.stdin.close()
+            try:
+                worker.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+        self._log.close()
+        _clean(self.workdir, keep_log=keep_log)
+
+
 def _trace_key(key: str) -> tuple[int, int]:
     """``launch<i>_<k>`` -> (i, k)."""
     index, part = key.removeprefix("launch").split("_")

@@ -12,6 +12,10 @@ int64 status outputs filled with -1), launches in plan order, checks the status
 outputs (`teeny_ir.runtime.checks`) and writes ``outputs.safetensors`` (``output_0 ...``)
 and ``timings.json``.
 
+With ``--serve WORKDIR`` the worker is a trainer's session (`serve`): it loads
+the plan and imports its kernels once, then runs one request per ``run <batch>``
+line on stdin, answering ``ok`` or ``error`` on stdout, until ``quit``.
+
 A failure prints its traceback and then a line ``error: TYPE: MESSAGE`` on
 stderr (the parent sends both streams to ``worker.log``), writes
 ``error.json`` - the error on one line, and which of torch and triton could not
@@ -68,68 +72,131 @@ class _Unavailable(Exception):
         self.cause = cause
 
 
-def run(workdir: Path) -> None:
-    """Execute the request in ``workdir`` (see the module docstring)."""
+class _Loaded:
+    """A plan with its kernels imported, ready to run requests (once, or for
+    every step of a trainer's session)."""
+
+    def __init__(self, directory: Path, times: dict[str, float]) -> None:
+        start = time.perf_counter()
+        self.directory = directory
+        self.plan = load_plan(directory)
+        times["load plan"] = time.perf_counter() - start
+        start = time.perf_counter()
+        for module in REQUIRED_MODULES:
+            try:
+                importlib.import_module(module)
+            except ImportError as err:
+                raise _Unavailable(module, err) from err
+        self.kernels = {
+            k.name: import_kernel(directory / k.file, k.name) for k in self.plan.kernels
+        }
+        times["import triton and kernels"] = time.perf_counter() - start
+
+    def execute(self, workdir: Path, batch: int, trace: bool, times: dict[str, float]) -> None:
+        """Run the plan on ``workdir``'s tensors; write its outputs (and trace)."""
+        import torch
+        from safetensors.numpy import load_file, save_file
+
+        plan = self.plan
+        start = time.perf_counter()
+        tensors: dict[str, Any] = {
+            name: torch.tensor(array) for name, array in load_file(workdir / TENSORS_FILE).items()
+        }
+        env = {BATCH: batch}
+        for buffer in plan.buffers:
+            shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
+            if buffer.dtype == "i64":  # a status output: -1 reads as "not written"
+                tensors[buffer.name] = torch.full(shape, -1, dtype=torch.int64)
+            else:
+                tensors[buffer.name] = torch.full(shape, float("nan"), dtype=torch.float32)
+        for view in plan.views:
+            # A channel slice: images batch_stride apart, each contiguous, offset
+            # into the base's images (the plan loader proved it inside the base).
+            shape = [d if isinstance(d, int) else eval_text(d, env) for d in view.shape]
+            strides = [view.batch_stride] + [
+                math.prod(shape[k + 1 :]) for k in range(1, len(shape))
+            ]
+            tensors[view.name] = torch.as_strided(
+                tensors[view.base], shape, strides, storage_offset=view.offset
+            )
+        times["allocate"] = time.perf_counter() - start
+
+        start = time.perf_counter()
+        traced: dict[str, Any] | None = {} if trace else None
+        _launch_all(plan, self.kernels, tensors, env, workdir / PROGRESS_FILE, traced)
+        times["launches"] = time.perf_counter() - start
+        statuses = {name: tensors[name].tolist() for _, name, _ in status_tensors(plan)}
+        check_statuses(plan, statuses, batch)
+
+        outputs = {
+            f"output_{i}": tensors[name].contiguous().numpy().copy()
+            for i, name in enumerate(plan.outputs)
+        }
+        save_file(outputs, workdir / OUTPUTS_FILE)
+        if traced is not None:
+            save_file(traced, workdir / TRACE_FILE)
+        (workdir / TIMINGS_FILE).write_text(json.dumps(times), encoding="utf-8")
+
+
+def _check_interpreter() -> None:
     if not triton_settings.interpreter_is_on():
         raise RuntimeError(
             f"the worker needs {triton_settings.INTERPRET}=1 in its environment "
             "(start it through the interpreter backend)"
         )
+
+
+def run(workdir: Path) -> None:
+    """Execute the request in ``workdir`` (see the module docstring)."""
+    _check_interpreter()
     times: dict[str, float] = {}
-    start = time.perf_counter()
     request = json.loads((workdir / REQUEST_FILE).read_text(encoding="utf-8"))
-    directory, batch = Path(request["plan"]), int(request["batch"])
-    plan = load_plan(directory)
-    times["load plan"] = time.perf_counter() - start
+    loaded = _Loaded(Path(request["plan"]), times)
+    loaded.execute(workdir, int(request["batch"]), bool(request.get("trace")), times)
 
-    start = time.perf_counter()
-    for module in REQUIRED_MODULES:
+
+def serve(workdir: Path) -> int:
+    """A trainer's session: load the plan and its kernels once (``request.json``
+    names the plan), then for each line ``run <batch>`` on stdin execute the
+    tensors in ``workdir`` and answer ``ok`` or ``error`` on stdout (the error in
+    ``error.json``, as a one-shot run writes it); ``quit`` or the end of stdin
+    ends the session."""
+    times: dict[str, float] = {}
+    try:
+        _check_interpreter()
+        request = json.loads((workdir / REQUEST_FILE).read_text(encoding="utf-8"))
+        loaded = _Loaded(Path(request["plan"]), times)
+    except Exception as err:  # noqa: BLE001 - reported like a failing run
+        _fail(workdir, err)
+        print("error", flush=True)
+        return 1
+    print("ready", flush=True)
+    for line in sys.stdin:
+        words = line.split()
+        if not words or words[0] == "quit":
+            return 0
         try:
-            importlib.import_module(module)
-        except ImportError as err:
-            raise _Unavailable(module, err) from err
-    import torch
-    from safetensors.numpy import load_file, save_file
+            loaded.execute(workdir, int(words[1]), False, {})
+        except StatusCheckError as err:
+            print(f"error: {err}", file=sys.stderr)
+            _report(workdir, str(err), None, check=True)
+            print("error", flush=True)
+            continue
+        except Exception as err:  # noqa: BLE001 - reported to the parent in error.json
+            _fail(workdir, err)
+            print("error", flush=True)
+            continue
+        print("ok", flush=True)
+    return 0
 
-    kernels = {k.name: import_kernel(directory / k.file, k.name) for k in plan.kernels}
-    times["import triton and kernels"] = time.perf_counter() - start
 
-    start = time.perf_counter()
-    tensors: dict[str, Any] = {
-        name: torch.tensor(array) for name, array in load_file(workdir / TENSORS_FILE).items()
-    }
-    env = {BATCH: batch}
-    for buffer in plan.buffers:
-        shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
-        if buffer.dtype == "i64":  # a status output: -1 reads as "not written"
-            tensors[buffer.name] = torch.full(shape, -1, dtype=torch.int64)
-        else:
-            tensors[buffer.name] = torch.full(shape, float("nan"), dtype=torch.float32)
-    for view in plan.views:
-        # A channel slice: images batch_stride apart, each contiguous, offset
-        # into the base's images (the plan loader proved it inside the base).
-        shape = [d if isinstance(d, int) else eval_text(d, env) for d in view.shape]
-        strides = [view.batch_stride] + [math.prod(shape[k + 1 :]) for k in range(1, len(shape))]
-        tensors[view.name] = torch.as_strided(
-            tensors[view.base], shape, strides, storage_offset=view.offset
-        )
-    times["allocate"] = time.perf_counter() - start
-
-    start = time.perf_counter()
-    traced: dict[str, Any] | None = {} if request.get("trace") else None
-    _launch_all(plan, kernels, tensors, env, workdir / PROGRESS_FILE, traced)
-    times["launches"] = time.perf_counter() - start
-    statuses = {name: tensors[name].tolist() for _, name, _ in status_tensors(plan)}
-    check_statuses(plan, statuses, batch)
-
-    outputs = {
-        f"output_{i}": tensors[name].contiguous().numpy().copy()
-        for i, name in enumerate(plan.outputs)
-    }
-    save_file(outputs, workdir / OUTPUTS_FILE)
-    if traced is not None:
-        save_file(traced, workdir / TRACE_FILE)
-    (workdir / TIMINGS_FILE).write_text(json.dumps(times), encoding="utf-8")
+def _fail(workdir: Path, err: Exception) -> None:
+    """Print the traceback to the log and write ``error.json``."""
+    traceback.print_exc()
+    cause = err.cause if isinstance(err, _Unavailable) else err
+    summary = f"{type(cause).__name__}: {cause}"
+    print(f"error: {summary}", file=sys.stderr)
+    _report(workdir, summary, err if isinstance(err, _Unavailable) else None)
 
 
 def _launch_all(
@@ -171,8 +238,10 @@ def _launch_all(
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) == 2 and args[0] == "--serve":
+        return serve(Path(args[1]))
     if len(args) != 1:
-        print(f"usage: python -m {WORKER_MODULE} WORKDIR", file=sys.stderr)
+        print(f"usage: python -m {WORKER_MODULE} [--serve] WORKDIR", file=sys.stderr)
         return 2
     workdir = Path(args[0])
     try:
@@ -182,11 +251,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report(workdir, str(err), None, check=True)
         return 1
     except Exception as err:  # noqa: BLE001 - reported to the parent in error.json
-        traceback.print_exc()
-        cause = err.cause if isinstance(err, _Unavailable) else err
-        summary = f"{type(cause).__name__}: {cause}"
-        print(f"error: {summary}", file=sys.stderr)
-        _report(workdir, summary, err if isinstance(err, _Unavailable) else None)
+        _fail(workdir, err)
         return 1
     return 0
 

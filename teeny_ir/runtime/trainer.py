@@ -1,0 +1,167 @@
+"""The trainer: a training plan run step after step, its state kept between steps.
+
+``teeny_ir.runtime.load(DIR).trainer(weights)`` binds and checks the weights
+once: every parameter, BN running statistic and optimizer state the plan's
+weight table names (optimizer state marked ``zero_default`` starts at zero when
+absent, as on PyTorch's first step). Each ``.step(inputs)`` checks the inputs
+(shapes, dtypes, class indices in range) before any launch, binds the
+parameters from the current state, runs the plan, and replaces every state
+tensor that an output updates (the outputs with the plan roles ``updated`` and
+``running``, by weight name). It returns the step's user results: the loss
+first, then the function's original results; gradients, updates and
+statistics stay in the trainer. ``.state_dict()`` has the state by PyTorch's
+names; ``.save(path)`` writes it as safetensors, atomically.
+
+On the interpreter backend one worker process serves every step
+(`teeny_ir.runtime.backends.interpreter.InterpreterSession`): Triton's import
+and the kernel files are loaded once. Close the trainer (or use it as a
+context manager) to end it.
+
+Importing this module imports neither numpy, torch nor triton.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.runtime.backends import usable_backend
+from teeny_ir.runtime.errors import RuntimeInputError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from teeny_ir.runtime import Executable
+    from teeny_ir.runtime.backends.interpreter import InterpreterSession
+
+
+class Trainer:
+    """A training plan with its state (see the module docstring)."""
+
+    def __init__(
+        self, executable: Executable, weights: Mapping[str, Any], backend: str = "interpreter"
+    ) -> None:
+        import numpy as np
+
+        self.executable = executable
+        plan = executable.plan
+        if not any(role == "updated" for role, _ in plan.roles):
+            raise RuntimeInputError(
+                "the plan updates no parameter: it is not a training plan (compile the "
+                "model with teeny-training, or apply-optimizer, before emit-triton)"
+            )
+        chosen = usable_backend(backend)
+        if chosen.name != "interpreter":
+            raise RuntimeInputError(f"a trainer runs on the interpreter backend, not '{backend}'")
+        executable.check_weights(weights)
+        self.state: dict[str, np.ndarray] = {}
+        for spec in plan.weights:
+            if spec.name in weights:
+                self.state[spec.name] = np.array(weights[spec.name], np.float32, order="C")
+            else:  # zero_default optimizer state (check_weights allowed its absence)
+                self.state[spec.name] = np.zeros(spec.shape, np.float32)
+        self.steps = 0
+        from teeny_ir.runtime.backends.interpreter import InterpreterSession
+
+        self._session: InterpreterSession | None = InterpreterSession(
+            executable.directory, plan
+        )
+
+    def step(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Run one step on ``inputs``; returns its user results (the loss first).
+        Raises `RuntimeInputError` before any launch for bad inputs."""
+        if self._session is None:
+            raise RuntimeInputError("the trainer is closed")
+        executable = self.executable
+        batch = executable.check_inputs(inputs)
+        executable.check_batch(batch)
+        self._check_indices(inputs)
+        params = executable.bind_parameters(self.state)
+        tensors = {
+            spec.name: array for spec, array in zip(executable.plan.inputs, inputs, strict=True)
+        }
+        outputs = self._session.run(tensors | params, batch)
+        results = []
+        for index, output in enumerate(outputs):
+            role, weight = executable.plan.role(index)
+            if role in ("updated", "running"):
+                self.state[weight][...] = output
+            elif not role:
+                results.append(output)
+        self.steps += 1
+        return results
+
+    def _check_indices(self, inputs: Sequence[np.ndarray]) -> None:
+        """Class indices that an input passes straight to a status-checked kernel
+        argument (cross-entropy targets) must lie in ``[0, limit)``: checked here,
+        before any launch (the kernel's status check stays as the last guard)."""
+        import numpy as np
+
+        plan = self.executable.plan
+        by_name = {spec.name: index for index, spec in enumerate(plan.inputs)}
+        kernels = {k.name: k for k in plan.kernels}
+        for launch in plan.launches:
+            family = FAMILIES[kernels[launch.kernel].family]
+            bindings = dict(zip((a.name for a in family.args), launch.args, strict=True))
+            for arg in family.args:
+                if arg.dtype != "*i64" or arg.kind != "input":
+                    continue
+                bound = bindings[arg.name].tensor
+                checks = list(family.status_checks.values())
+                if bound not in by_name or not checks:
+                    continue
+                limit_expr = bindings[checks[0].limit].expr or "0"
+                from teeny_ir.core.expressions import eval_text
+
+                limit = eval_text(limit_expr, {"B": 1})
+                values = np.asarray(inputs[by_name[bound]])
+                bad = np.flatnonzero((values < 0) | (values >= limit))
+                if bad.size:
+                    where = ", ".join(
+                        f"{s.op} at {s.loc}" if s.loc else s.op for s in launch.sources
+                    )
+                    raise RuntimeInputError(
+                        f"input {by_name[bound]}: {checks[0].what} {int(values[bad[0]])} at "
+                        f"index {int(bad[0])} is out of range [0, {limit}) ({bad.size} out of "
+                        f"range in all), for {where}"
+                    )
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Parameters, running statistics and optimizer state by PyTorch's names (copies)."""
+        return {name: array.copy() for name, array in self.state.items()}
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write `state_dict` to ``path`` as safetensors, atomically (a temporary
+        file in the same directory, then a rename: a reader never sees half a file)."""
+        from safetensors.numpy import save_file
+
+        target = Path(path)
+        handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+        os.close(handle)
+        try:
+            save_file(self.state_dict(), temp)
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+    def close(self) -> None:
+        """End the worker session."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def __enter__(self) -> Trainer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # nothing to report to at interpreter exit
+            self.close()
