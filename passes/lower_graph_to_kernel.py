@@ -37,8 +37,9 @@ from dialects.kernel import ConcatOp, LaunchOp, ReshapeOp, SliceOp, WeightOp
 from dialects.kernel import ParamOp as KernelParamOp
 from teeny_ir.core.derivations import Derivation
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.kernels.conv_algorithms import TileProfile
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowering_for, tensor_type
+from teeny_ir.kernels.lowering import Unlowerable, lowering_for, lowering_profile, tensor_type
 from teeny_ir.kernels.views import form_views
 
 
@@ -279,8 +280,14 @@ class LowerGraphToKernelPass(ModulePass):
     """Make channel splits and concats views where safe (`teeny_ir.kernels.views`);
     false keeps every copy launch."""
 
+    profile: TileProfile = "gpu"
+    """The tile profile of the launches whose tiles the op does not carry (fused
+    convolutions carry select-conv-algorithm's): ``gpu`` tiles fit sm_80/sm_90,
+    ``interpreter`` tiles are large, for Triton's CPU interpreter."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        plans = [(f, plan_function(f)) for f in op.walk() if isinstance(f, FuncOp)]
+        with lowering_profile(self.profile):
+            plans = [(f, plan_function(f)) for f in op.walk() if isinstance(f, FuncOp)]
         errors = [e for _, plan in plans for e in plan.errors]
         if errors:
             for _, plan in plans:

@@ -552,6 +552,7 @@ func.func @forward(%x: {_t(x_decl)}, %w: {w_t}{b_arg}, %g: {_t(y_decl)}) -> {_t(
         "graph.reshape",
         "graph.reduce_sum",
         "graph.activation_grad",
+        "graph.conv2d_backward_weight",  # the weight gradient over batch x positions
         "func.return",
     }, names
     rng = np.random.default_rng(batch + len(x_shape))

@@ -28,6 +28,7 @@ from dialects.graph.conv import (
 from dialects.graph.elementwise import ActivationGradOp
 from dialects.graph.reduce import ReduceSumOp
 from teeny_ir.autodiff.context import VjpContext
+from teeny_ir.autodiff.linear import OUTPUT_DERIVATIVES
 from teeny_ir.autodiff.registry import VjpError, not_differentiable, vjp
 from teeny_ir.core import pointwise
 from teeny_ir.core.derivations import Derivation
@@ -124,7 +125,11 @@ def _fused_conv2d(
     if g is None:
         return [None] * len(op.operands)
     dz = g
-    if op.activation != pointwise.NO_ACTIVATION:
+    if op.activation in OUTPUT_DERIVATIVES and op.residual is None:
+        # relu'(z) = [z > 0] = [relu(z) > 0]: the kept output serves (a residual,
+        # added after the activation, would hide it).
+        dz = ctx.emit(ActivationGradOp(ctx.value(op.result), g, op.activation)).result
+    if op.activation != pointwise.NO_ACTIVATION and dz is g:
         # The pre-activation, recomputed as the same fused convolution (its
         # algorithm and tiles kept) without the activation and the residual:
         # one launch once lowered.

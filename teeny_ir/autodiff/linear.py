@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, f32
 from xdsl.ir import Operation, SSAValue
 
+from dialects.graph.conv import Conv2dBackwardWeightOp
 from dialects.graph.elementwise import ActivationGradOp
 from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.reduce import ReduceSumOp
@@ -30,6 +31,11 @@ from dialects.graph.structure import TransposeOp
 from teeny_ir.autodiff.context import VjpContext
 from teeny_ir.autodiff.registry import vjp
 from teeny_ir.core import pointwise
+
+OUTPUT_DERIVATIVES = ("relu",)
+"""Epilogue activations whose derivative at the pre-activation equals the same
+derivative at the output (``[z > 0] = [relu(z) > 0]``, NaN included): their
+gradient reads the op's kept output instead of recomputing the product."""
 
 
 def _type(value: SSAValue) -> TensorType:
@@ -64,6 +70,9 @@ def _pre_activation_grad(
     op ``recompute``, emitted here); ``g`` itself when there is no activation."""
     if op.activation == pointwise.NO_ACTIVATION:
         return g
+    if op.activation in OUTPUT_DERIVATIVES:
+        # relu'(z) = [z > 0] = [relu(z) > 0]: the kept output serves, no recompute.
+        return ctx.emit(ActivationGradOp(ctx.value(op.results[0]), g, op.activation)).result
     z = ctx.emit(recompute).results[0]
     return ctx.emit(ActivationGradOp(z, g, op.activation)).result
 
@@ -84,12 +93,29 @@ def _outer_sum(ctx: VjpContext, a: SSAValue, b: SSAValue) -> SSAValue:
         a2 = ctx.reshape(a, TensorType(f32, [count, rows]))
         b2 = ctx.reshape(b, TensorType(f32, [count, columns]))
         return _matmul(ctx, ctx.emit(TransposeOp(a2, [1, 0])).result, b2)
-    # [?, S, I]^T @ [?, S, J] per sample, then summed over the batch.
+    # A reduction over the batch and the S positions of each sample: the weight
+    # gradient of a 1x1 convolution whose channels are I (out) and J (in) and
+    # whose S pixels are the positions, one GEMM over batch x positions with no
+    # [?, I, J] intermediate.
     per_sample = math.prod(a_shape[1:-1])
-    a3 = ctx.reshape(a, TensorType(f32, [DYNAMIC_INDEX, per_sample, rows]))
-    b3 = ctx.reshape(b, TensorType(f32, [DYNAMIC_INDEX, per_sample, columns]))
-    batched = _matmul(ctx, _swap_last(ctx, a3), b3)
-    return ctx.emit(ReduceSumOp(batched, [0])).result
+    a4, b4 = (
+        _channels_first(ctx, value, per_sample, width)
+        for value, width in ((a, rows), (b, columns))
+    )
+    dw = ctx.emit(
+        Conv2dBackwardWeightOp(b4, a4, TensorType(f32, [rows, columns, 1, 1]))
+    ).result
+    return ctx.reshape(dw, TensorType(f32, [rows, columns]))
+
+
+def _channels_first(ctx: VjpContext, value: SSAValue, positions: int, width: int) -> SSAValue:
+    """``value`` [?, ..., C] (``positions`` per sample) as an NCHW [?, C, S, 1]:
+    a view when there is one position per sample, else a transpose."""
+    if positions == 1:
+        return ctx.reshape(value, TensorType(f32, [DYNAMIC_INDEX, width, 1, 1]))
+    rows = ctx.reshape(value, TensorType(f32, [DYNAMIC_INDEX, positions, width]))
+    moved = ctx.emit(TransposeOp(rows, [0, 2, 1])).result
+    return ctx.reshape(moved, TensorType(f32, [DYNAMIC_INDEX, width, positions, 1]))
 
 
 @vjp(LinearOp)

@@ -13,7 +13,10 @@ Each `Pointwise` entry gives, for the graph op it is keyed by (``graph.<name>``)
 - ``options``: the op properties the semantics read (by attribute name on the op);
 - ``derivative`` (unary) and ``vjp`` (binary): the backward, for training
   (`teeny_ir.autodiff`): a unary op's derivative in numpy, the semantics of
-  ``graph.activation_grad``; a binary op's gradients as graph ops.
+  ``graph.activation_grad``; a binary op's gradients as graph ops;
+- ``derivative_triton`` (unary): that derivative as a Triton expression over ``x``
+  (a function of the options where the entry has any), which the
+  ``activation_grad`` family renders into its ``derivative`` slot.
 
 Who reads it: the reference interpreter (semantics of every entry's op and of the
 fused convolution's epilogue), fuse-conv-bn-act (which ops it absorbs), the fused
@@ -61,6 +64,11 @@ class Pointwise:
     """Binary entries: ``vjp(b, x, y, out, g) -> (dx, dy)``, the gradients before
     unbroadcasting, built with the autodiff builder ``b`` (its ``mul``, ``div``,
     ``neg``... methods; `teeny_ir.autodiff.context.VjpContext`)."""
+    derivative_triton: str | Callable[[Mapping[str, Any]], str] | None = None
+    """Unary entries: ``derivative`` as a Triton expression over ``x`` (as
+    ``triton``), rendered into the ``activation_grad`` family's kernel. No
+    intermediate overflows or is an invalid operation where the derivative is
+    an ordinary number."""
 
     @property
     def name(self) -> str:
@@ -78,6 +86,14 @@ class Pointwise:
     def expression(self, options: Mapping[str, Any]) -> str:
         """The Triton expression, with the option values (if any) filled in."""
         return self.triton if isinstance(self.triton, str) else self.triton(options)
+
+    def derivative_expression(self, options: Mapping[str, Any]) -> str:
+        """The Triton expression of the derivative, with the option values filled in."""
+        if self.derivative_triton is None:
+            raise ValueError(f"pointwise '{self.op}' has no Triton derivative")
+        if isinstance(self.derivative_triton, str):
+            return self.derivative_triton
+        return self.derivative_triton(options)
 
 
 def _logistic(np: ModuleType, x: Any) -> Any:
@@ -138,6 +154,38 @@ def _gelu_triton(options: Mapping[str, Any]) -> str:
     return f"0.5 * x * (1.0 + tl.math.erf(x * {1.0 / math.sqrt(2.0)!r}))"
 
 
+def _nan_at_inf(template: str) -> str:
+    """``template`` (an expression over ``{x}``) over x with +-inf replaced by 0,
+    and NaN at +-inf: the derivatives of silu and gelu there are ``inf * 0 = nan``
+    (as the reference's), which this gives without an invalid operation (that
+    Triton's interpreter, numpy, would warn about)."""
+    finite = 'tl.where(tl.abs(x) == float("inf"), 0.0, x)'
+    return f'tl.where(tl.abs(x) == float("inf"), float("nan"), {template.format(x=finite)})'
+
+
+def _gelu_derivative_triton(options: Mapping[str, Any]) -> str:
+    if options.get("approximate") == "tanh":
+        # 0.5 (1 + t) + 0.5 x (1 - t^2) sqrt(2/pi) (1 + 3 kappa c^2), t = tanh(gelu_tanh_arg(x)),
+        # c = x clamped to [-10, 10]: past 10, 1 - t^2 is exactly 0 in f32, and c^2 never
+        # overflows.
+        c = "tl.minimum(tl.maximum({x}, -10.0), 10.0)"
+        t = "tanh_stable(gelu_tanh_arg({x}))"
+        return _nan_at_inf(
+            f"0.5 * (1.0 + {t}) + 0.5 * {{x}} * (1.0 - {t} * {t}) * 0.7978845608028654"
+            f" * (1.0 + 0.134145 * {c} * {c})"
+        )
+    # cdf + x * pdf, the pdf's square over x clamped to [-20, 20] (exp(-200) is 0 in f32).
+    c = "tl.minimum(tl.maximum({x}, -20.0), 20.0)"
+    return _nan_at_inf(
+        f"0.5 * (1.0 + tl.math.erf({{x}} * {1.0 / math.sqrt(2.0)!r})) "
+        f"+ {{x}} * (tl.exp(-0.5 * {c} * {c}) * {1.0 / math.sqrt(2.0 * math.pi)!r})"
+    )
+
+
+def _leaky_relu_derivative_triton(options: Mapping[str, Any]) -> str:
+    return f"tl.where(x > 0, 1.0, {float(options['negative_slope'])!r})"
+
+
 def _leaky_relu_triton(options: Mapping[str, Any]) -> str:
     # The slope multiplies only x < 0 (and NaN): slope * x on the other lanes could
     # overflow or be 0 * inf, which numpy (Triton's interpreter) warns about.
@@ -153,6 +201,7 @@ TABLE: tuple[Pointwise, ...] = (
         "x * logistic(x)",
         epilogue=True,
         derivative=_silu_derivative,
+        derivative_triton=_nan_at_inf("logistic({x}) * (1.0 + {x} * (1.0 - logistic({x})))"),
     ),
     # x < 0 ? 0 : x keeps NaN (tl.maximum would not: it is fmax in the interpreter).
     # PyTorch's threshold_backward: the gradient passes where x > 0 (not at 0, not NaN).
@@ -163,6 +212,7 @@ TABLE: tuple[Pointwise, ...] = (
         "tl.where(x < 0, 0.0, x)",
         True,
         derivative=lambda np, x: np.where(x > 0, 1.0, 0.0),
+        derivative_triton="tl.where(x > 0, 1.0, 0.0)",
     ),
     Pointwise(
         "graph.sigmoid",
@@ -171,6 +221,7 @@ TABLE: tuple[Pointwise, ...] = (
         "logistic(x)",
         epilogue=True,
         derivative=_sigmoid_derivative,
+        derivative_triton="logistic(x) * (1.0 - logistic(x))",
     ),
     Pointwise(
         "graph.tanh",
@@ -179,6 +230,7 @@ TABLE: tuple[Pointwise, ...] = (
         "tanh_stable(x)",
         epilogue=True,
         derivative=lambda np, x: 1.0 - np.tanh(x) ** 2,
+        derivative_triton="1.0 - tanh_stable(x) * tanh_stable(x)",
     ),
     Pointwise(
         "graph.gelu",
@@ -187,6 +239,7 @@ TABLE: tuple[Pointwise, ...] = (
         _gelu_triton,
         options=("approximate",),
         derivative=_gelu_derivative,
+        derivative_triton=_gelu_derivative_triton,
     ),
     Pointwise(
         "graph.leaky_relu",
@@ -196,6 +249,7 @@ TABLE: tuple[Pointwise, ...] = (
         options=("negative_slope",),
         # PyTorch's leaky_relu_backward: x > 0 ? 1 : negative_slope.
         derivative=lambda np, x, negative_slope: np.where(x > 0, 1.0, negative_slope),
+        derivative_triton=_leaky_relu_derivative_triton,
     ),
     Pointwise("graph.add", 2, lambda np, x, y: x + y, "x + y", vjp=lambda b, x, y, o, g: (g, g)),
     Pointwise(
@@ -293,6 +347,8 @@ def _check_table() -> None:
             entry.arity != 2
         ):
             raise ValueError(f"pointwise '{entry.op}' needs a derivative (unary) or a vjp (binary)")
+        if (entry.derivative_triton is None) != (entry.arity != 1):
+            raise ValueError(f"pointwise '{entry.op}': a unary op needs a derivative_triton")
         if not entry.op.startswith("graph.") or not entry.name.isidentifier():
             raise ValueError(f"pointwise '{entry.op}' is not named graph.<identifier>")
     if len(BY_OP) != len(TABLE) or NO_ACTIVATION in BY_NAME:

@@ -117,7 +117,7 @@ PROFILE = PipelineOption(
     "gpu",
     "tile profile: gpu tiles fit sm_80/sm_90, interpreter tiles are large, for "
     "Triton's CPU interpreter",
-    (("select-conv-algorithm", "profile"),),
+    (("select-conv-algorithm", "profile"), ("lower-graph-to-kernel", "profile")),
 )
 """The tile profile option of the lowering pipelines."""
 
@@ -174,12 +174,12 @@ PIPELINES: dict[str, NamedPipeline] = {
         ),
         NamedPipeline(
             "teeny-training",
-            "training at the graph level: batch norms in training form, biases split, "
-            "conv+bias+activation fused (mode=training), conv algorithms picked, the "
-            "backward inserted and the optimizer step appended (options: optimizer=sgd|adamw, "
-            "lr, momentum, weight-decay, betas, eps, decay-all, profile)",
+            "training: batch norms in training form, biases split, conv+bias+activation "
+            "fused (mode=training), conv algorithms picked, the backward inserted, the "
+            "optimizer step appended and everything lowered to kernel ops (options: "
+            "optimizer=sgd|adamw, lr, momentum, weight-decay, betas, eps, decay-all, profile)",
             "builtin.module(train-mode,split-bias,fuse-conv-bn-act{mode=training},"
-            "select-conv-algorithm,insert-backward,apply-optimizer)",
+            "select-conv-algorithm,insert-backward,apply-optimizer,lower-graph-to-kernel)",
             TRAINING_OPTIONS,
         ),
         NamedPipeline(

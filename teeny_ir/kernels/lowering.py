@@ -14,12 +14,14 @@ with the reason, which the pass reports at the op's location.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import importlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from teeny_ir.core import pointwise
 from teeny_ir.kernels.families import FAMILY_PACKAGES
@@ -30,6 +32,7 @@ if TYPE_CHECKING:
 
     from dialects.graph.conv import FusedConv2dOp
     from dialects.kernel import LaunchOp, ParamSlot
+    from teeny_ir.kernels.conv_algorithms import TileProfile
 
 Rule = Callable[["Operation"], "LaunchOp | Operation"]
 """A lowering: the ``kernel.launch`` that runs the op, or (`teeny_ir.kernels.views`)
@@ -44,6 +47,26 @@ _NO_KERNEL: dict[type[Operation], str] = {}
 
 class Unlowerable(Exception):
     """Why one op cannot become a kernel launch."""
+
+
+_PROFILE: contextvars.ContextVar[str] = contextvars.ContextVar("tile_profile", default="gpu")
+
+
+def tile_profile() -> TileProfile:
+    """The tile profile of the lowering running now (`teeny_ir.kernels.conv_algorithms`:
+    ``gpu``, the default, or ``interpreter``): rules whose tiles do not come from
+    the op (a fused convolution carries its own) ask it."""
+    return cast("TileProfile", _PROFILE.get())
+
+
+@contextlib.contextmanager
+def lowering_profile(profile: str) -> Iterator[None]:
+    """Run the enclosed lowering with tile profile ``profile``."""
+    token = _PROFILE.set(profile)
+    try:
+        yield
+    finally:
+        _PROFILE.reset(token)
 
 
 def lowers(

@@ -4,7 +4,8 @@ The family source (``kernel.py``) is real Python. Rendering, for one variant:
 
 1. replaces each ``pointwise`` constexpr's slot function (``def pointwise(x, y)``,
    ``def activation(v)``) by one that returns the pointwise table's expression
-   for the constexpr's value (``none``: the value unchanged);
+   for the constexpr's value (``none``: the value unchanged); a slot named
+   `DERIVATIVE_SLOT` (``activation_grad``) gets the entry's derivative instead;
 2. pastes the shared helpers of `teeny_ir.kernels.triton_helpers` after the
    source's imports, so the emitted file is self-contained;
 3. renames the kernel function to the variant's name.
@@ -24,6 +25,8 @@ from teeny_ir.core import pointwise
 from teeny_ir.kernels.contract import KernelFamily
 
 HELPERS = Path(__file__).with_name("triton_helpers.py")
+DERIVATIVE_SLOT = "derivative"
+"""The slot function name that renders the entry's ``derivative_triton``."""
 
 
 class RenderError(ValueError):
@@ -56,7 +59,14 @@ def _slot_source(node: ast.FunctionDef, value: str) -> str:
             raise RenderError(str(err)) from None
         if entry.arity > len(params):
             raise RenderError(f"the {entry.arity}-ary '{entry.name}' does not fit slot '{node.name}'")
-        body = entry.expression(options)
+        try:
+            body = (
+                entry.derivative_expression(options)
+                if node.name == DERIVATIVE_SLOT
+                else entry.expression(options)
+            )
+        except ValueError as err:
+            raise RenderError(str(err)) from None
     return f"@triton.jit\ndef {node.name}({', '.join(params)}):\n    return {body}\n"
 
 

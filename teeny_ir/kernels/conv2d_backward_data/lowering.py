@@ -1,0 +1,79 @@
+"""Lowering rule of the ``conv2d_backward_data`` family: a
+``graph.conv2d_backward_data`` becomes one launch whose operands are the
+gradient ``dy`` and the weight ``w`` (a ``graph.param`` weight is materialised
+as a ``kernel.param`` operand by the lowering driver). The geometry is passed as
+dim arguments. Tiles follow the lowering's tile profile
+(`teeny_ir.kernels.lowering.tile_profile`: lower-graph-to-kernel's ``profile``)."""
+
+from __future__ import annotations
+
+from dialects.graph.conv import Conv2dBackwardDataOp
+from dialects.kernel import LaunchOp
+from teeny_ir.kernels.conv2d_backward_data.contract import MAX_I32
+from teeny_ir.kernels.conv2d_backward_data.tiles import launch_config, pick_tiles
+from teeny_ir.kernels.lowering import (
+    Unlowerable,
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+    tile_profile,
+)
+
+
+@lowers(Conv2dBackwardDataOp)
+def lower_conv2d_backward_data(op: Conv2dBackwardDataOp) -> LaunchOp:
+    """The input gradient as one conv2d_backward_data launch."""
+    batch, c_in, height, width = tensor_type(op.result).get_shape()
+    _, c_out, out_h, out_w = tensor_type(op.grad).get_shape()
+    _, group_in, kernel_h, kernel_w = tensor_type(op.weight).get_shape()
+    if (
+        max(c_in * height * width, c_out * out_h * out_w, c_out * group_in * kernel_h * kernel_w)
+        > MAX_I32
+    ):
+        raise Unlowerable("an image or the weight exceeds the kernel's 32-bit offsets")
+    groups = op.groups
+    block_m, block_n, block_k = pick_tiles(
+        height * width, group_in, c_out // groups * kernel_h * kernel_w, tile_profile()
+    )
+    num_warps, num_stages = launch_config(block_m, block_n)
+    top, left, _, _ = op.padding
+    dims = {
+        "B": dim_expr(batch),
+        "C_IN": c_in,
+        "H": height,
+        "W": width,
+        "C_OUT": c_out,
+        "OH": out_h,
+        "OW": out_w,
+        "KH": kernel_h,
+        "KW": kernel_w,
+        "STRIDE_H": op.strides[0],
+        "STRIDE_W": op.strides[1],
+        "PAD_T": top,
+        "PAD_L": left,
+        "DIL_H": op.dilation[0],
+        "DIL_W": op.dilation[1],
+        "GROUPS": groups,
+        "dy_batch_stride": batch_stride_expr(op.grad),
+        "dx_batch_stride": batch_stride_expr(op.result),
+    }
+    args = [
+        ("dy", "in0"),
+        ("w", "in1"),
+        ("dx", "out0"),
+        *((name, str(value)) for name, value in dims.items()),
+    ]
+    tiles = f"cdiv({group_in}, {block_n}) * {groups}"
+    grid = [f"cdiv({dim_expr(batch)} * {height * width}, {block_m}) * {tiles}", "1", "1"]
+    return LaunchOp(
+        "conv2d_backward_data",
+        [op.grad, op.weight],
+        [tensor_type(op.result)],
+        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k},
+        [],
+        args,
+        grid,
+        num_warps,
+        num_stages,
+    )

@@ -1,0 +1,59 @@
+"""Tile and launch choices of the ``conv2d_backward_data`` family: pure functions
+that the family's lowering asks, so the tests can pin the rules."""
+
+from __future__ import annotations
+
+from teeny_ir.kernels.conv_algorithms import (
+    INTERPRETER_MAX_BLOCK,
+    INTERPRETER_MAX_ROWS,
+    TileProfile,
+    check_profile,
+    clamp,
+    next_power_of_two,
+)
+
+MIN_BLOCK = 16
+"""Smallest tile edge: ``tl.dot`` on a GPU needs 16x16 tiles (and K >= 8)."""
+MAX_BLOCK_N = 128
+"""Largest ``BLOCK_N`` of the ``gpu`` profile."""
+NUM_STAGES = 2
+"""Two stages double-buffer the K loop."""
+
+
+def pick_tiles(m: int, n: int, k: int, profile: TileProfile = "gpu") -> tuple[int, int, int]:
+    """Tile sizes ``(BLOCK_M, BLOCK_N, BLOCK_K)`` of an input gradient.
+
+    ``m`` is one image's input positions ``H * W`` (the batch is unknown when
+    tiles are chosen), ``n`` the input channels per group ``C_IN / groups`` and
+    ``k`` the reduction ``C_OUT / groups * KH * KW``. Every size is a power of
+    two and at least 16 (tails are masked).
+
+    ``gpu``: ``BLOCK_M`` is 128 when ``m >= 128``, else 64; ``BLOCK_N`` is ``n``
+    rounded up to a power of two, clamped to 16..128; ``BLOCK_K`` is 32 when
+    ``k >= 128``, else 16. The largest tiles (128x128x32, 2 stages) buffer 64
+    KiB of fp32 operands, inside sm_80's and sm_90's shared memory.
+
+    ``interpreter``: ``BLOCK_M`` is ``m`` rounded up, clamped to 16..2048;
+    ``BLOCK_N`` is ``n`` rounded up, clamped to 16..``2**15 // BLOCK_M``;
+    ``BLOCK_K`` is ``k`` rounded up, clamped to 16..``2**15 // max(BLOCK_M,
+    BLOCK_N)``: no block above 2**15 elements. These need not fit a GPU.
+    """
+    for name, value in (("m", m), ("n", n), ("k", k)):
+        if value < 1:
+            raise ValueError(f"backward-data extent {name} must be >= 1, got {value}")
+    if check_profile(profile) == "interpreter":
+        block_m = clamp(next_power_of_two(m), MIN_BLOCK, INTERPRETER_MAX_ROWS)
+        block_n = clamp(next_power_of_two(n), MIN_BLOCK, INTERPRETER_MAX_BLOCK // block_m)
+        block_k = clamp(
+            next_power_of_two(k), MIN_BLOCK, INTERPRETER_MAX_BLOCK // max(block_m, block_n)
+        )
+        return block_m, block_n, block_k
+    block_m = 128 if m >= 128 else 64
+    block_n = clamp(next_power_of_two(n), MIN_BLOCK, MAX_BLOCK_N)
+    block_k = 32 if k >= 128 else 16
+    return block_m, block_n, block_k
+
+
+def launch_config(block_m: int, block_n: int) -> tuple[int, int]:
+    """(num_warps, num_stages): 8 warps for a 128x128 accumulator, else 4."""
+    return (8 if block_m * block_n >= 128 * 128 else 4), NUM_STAGES

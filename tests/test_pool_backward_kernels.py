@@ -1,0 +1,513 @@
+"""The ``max_pool2d_backward`` and ``avg_pool2d_backward`` kernel families: Triton's
+interpreter against the reference semantics, the validator's view of their
+launches, AOT compilation, and a graph end to end through
+``lower-graph-to-kernel``, ``emit-triton`` and the runtime.
+
+Each kernel case is one ``graph.max_pool2d_backward`` or
+``graph.avg_pool2d_backward`` written as IR with a dynamic batch and lowered by
+the family's ``@lowers`` rule: the constexprs, dims and grid are what the
+compiler emits at the case's batch; some cases shrink ``BLOCK`` so many
+programs run, some launch more programs than the tile model needs. All cases
+and mutants run in one `kernel_harness.py` subprocess with NaN-padded inputs
+and canary-padded, NaN-filled outputs (an unwritten element stays NaN, a write
+out of bounds overwrites a canary). The expected dx is the float64 reference's
+(teeny_ir/reference/pool.py), ties and NaN included: PyTorch's CPU rule (the
+first maximum in row-major window order; a NaN takes over).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+import re
+import sys
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+
+import teeny_ir
+from dialects.graph import pool
+from dialects.kernel import LaunchOp
+from teeny_ir import reference, runtime
+from teeny_ir.backend import aot
+from teeny_ir.core import expressions
+from teeny_ir.kernels import validator
+from teeny_ir.kernels.avg_pool2d_backward import tiles as avg_tiles
+from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.kernels.lowering import Unlowerable, lowering_for
+from teeny_ir.kernels.max_pool2d_backward import tiles as max_tiles
+from teeny_ir.kernels.render import render
+from teeny_ir.testing import REDUCTION_TOL, assert_close, compare
+
+
+def _sibling(name: str) -> ModuleType:
+    """Load another test module by path (``tests`` is not an importable package)."""
+    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+copies = _sibling("test_concat_split_kernels.py")
+CANARY = copies.CANARY
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "x".join(str(d) for d in shape)
+
+
+def _options(text: str) -> dict[str, list[int]]:
+    """``kernel [3, 3] ceil_mode`` -> {"kernel": [3, 3], "ceil_mode": []}."""
+    found: dict[str, list[int]] = {}
+    rest = text.strip()
+    while rest:
+        word, _, rest = rest.partition(" ")
+        rest = rest.strip()
+        if rest.startswith("["):
+            values, _, rest = rest[1:].partition("]")
+            found[word] = [int(v) for v in values.split(",")]
+            rest = rest.strip()
+        else:
+            found[word] = []
+    return found
+
+
+def dy_shape(options: str, x_shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The forward pool's result shape (the gradient's), by the op's own rule."""
+    words = _options(options)
+    kernel = words["kernel"]
+    return tuple(
+        pool.infer_pool2d_shape(
+            list(x_shape),
+            kernel,
+            words.get("strides", kernel),
+            words.get("padding", [0, 0, 0, 0]),
+            words.get("dilation", [1, 1]),
+            "ceil_mode" in words,
+        )
+    )
+
+
+def graph_text(kind: str, options: str, x_shape: tuple[int, ...]) -> str:
+    """One ``graph.<kind>_pool2d_backward`` over a dynamic batch."""
+    x = f"tensor<?x{_shape(x_shape[1:])}xf32>"
+    dy = f"tensor<?x{_shape(dy_shape(options, x_shape)[1:])}xf32>"
+    if kind == "max":
+        return (
+            f"func.func @forward(%x: {x}, %dy: {dy}) -> {x} {{\n"
+            f"  %dx = graph.max_pool2d_backward %x, %dy {options} : ({x}, {dy}) -> {x}\n"
+            f"  func.return %dx : {x}\n}}\n"
+        )
+    return (
+        f"func.func @forward(%dy: {dy}) -> {x} {{\n"
+        f"  %dx = graph.avg_pool2d_backward %dy {options} : ({dy}) -> {x}\n"
+        f"  func.return %dx : {x}\n}}\n"
+    )
+
+
+def lowered(kind: str, options: str, x_shape: tuple[int, ...]) -> tuple[Any, LaunchOp]:
+    module = teeny_ir.parse_module(graph_text(kind, options, x_shape))
+    graph_op = next(o for o in module.walk() if o.name.endswith("_pool2d_backward"))
+    rule = lowering_for(type(graph_op))
+    assert not isinstance(rule, str), rule
+    launch = rule(graph_op)
+    assert isinstance(launch, LaunchOp)
+    return module, launch
+
+
+def _evaluate(text: str, batch: int) -> int:
+    return expressions.eval_text(text, {"B": batch})
+
+
+def _x(shape: tuple[int, ...], data: str, rng: np.random.Generator) -> np.ndarray:
+    """``normal``; ``ties`` (values in {0, 1, 2}: many windows hold their maximum
+    more than once); ``nan`` (normal, with NaNs and infinities, some windows with
+    two NaNs); ``neg-inf`` (mostly -inf: windows whose maximum is -inf)."""
+    if data == "ties":
+        return rng.integers(0, 3, shape).astype(np.float32)
+    x = (rng.standard_normal(shape) * 3).astype(np.float32)
+    if data == "nan":
+        x.flat[rng.choice(x.size, max(2, x.size // 12), replace=False)] = np.nan
+        x.flat[rng.choice(x.size, 2, replace=False)] = [np.inf, -np.inf]
+    elif data == "neg-inf":
+        x[rng.random(shape) < 0.8] = -np.inf
+    return x
+
+
+def kernel_case(
+    kind: str,
+    options: str,
+    x_shape: tuple[int, ...],
+    rng: np.random.Generator,
+    *,
+    data: str = "normal",
+    block: int | None = None,
+    extra_programs: int = 0,
+    dy_nans: int = 0,
+) -> Any:
+    """One launch of ``kind`` ("max" or "avg") with the pool ``options`` on dx of
+    ``x_shape``; ``block`` overrides the lowering's ``BLOCK``; ``dy_nans`` NaNs
+    in dy (they reach dx only through the windows that pass them)."""
+    module, launch = lowered(kind, options, x_shape)
+    batch = x_shape[0]
+    grad_shape = dy_shape(options, x_shape)
+    dy = rng.standard_normal(grad_shape).astype(np.float32)
+    if dy_nans:
+        dy.flat[rng.choice(dy.size, dy_nans, replace=False)] = np.nan
+    x = _x(x_shape, data, rng)
+    inputs = [x, dy] if kind == "max" else [dy]
+    (want,) = reference.run(module, {}, inputs)
+    want = np.asarray(want, np.float64)
+    assert want.shape == x_shape
+    constexprs = dict(launch.constexpr_values)
+    if block is not None:
+        constexprs["BLOCK"] = block
+    args: list[tuple[str, Any]] = []
+    for name, binding in launch.arg_bindings:
+        if binding == "in0":
+            args.append((name, inputs[0].ravel()))
+        elif binding == "in1":
+            args.append((name, inputs[1].ravel()))
+        elif binding == "out0":
+            args.append((name, ("output", want.size)))
+        else:
+            args.append((name, _evaluate(binding, batch)))
+    grid = _evaluate(launch.grid[0], batch)
+    if block is not None:
+        grid = math.ceil(want.size / block)
+    block_size = int(constexprs["BLOCK"])
+    tensors = {"dy": (grad_shape, math.prod(grad_shape[1:])), "dx": (x_shape, want[0].size)}
+    if kind == "max":
+        tensors["x"] = (x_shape, want[0].size)
+    case_id = (
+        f"{kind}-{options.replace(' ', '').replace(',', '_')}-{_shape(x_shape)}"
+        + (f"-{data}" if data != "normal" else "")
+        + (f"-dynan{dy_nans}" if dy_nans else "")
+        + (f"-b{block}" if block else "")
+        + (f"-grid+{extra_programs}" if extra_programs else "")
+    )
+    return copies.Case(
+        id=case_id,
+        family=launch.family,
+        constexprs=constexprs,
+        args=args,
+        grid=grid + extra_programs,
+        # An unmasked store reaches at most BLOCK elements past the end per program.
+        pad=block_size * (1 + extra_programs),
+        expected={"dx": want},
+        tensors=tensors,
+        num_warps=launch.num_warps,
+        tol=REDUCTION_TOL,
+    )
+
+
+LENET_MAX = "kernel [2, 2] strides [2, 2]"
+OVERLAP = "kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1]"
+CEIL = "kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] ceil_mode"
+DILATED = "kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1] dilation [2, 2]"
+DILATED_CEIL = "kernel [3, 2] strides [2, 3] padding [1, 0, 1, 1] dilation [2, 3] ceil_mode"
+PADDING_ONLY = "kernel [2, 2] strides [1, 1] padding [1, 1, 1, 1] dilation [4, 1]"
+"""On H = 3: the one row of windows reads rows -1 and 3, both padding."""
+LENET_AVG = "kernel [2, 2]"
+AVG_CEIL = "kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] ceil_mode"
+AVG_CEIL_EXCLUDE = "kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] ceil_mode exclude_pad"
+AVG_OVERLAP_EXCLUDE = "kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1] exclude_pad"
+AVG_FLOOR_EXCLUDE = "kernel [2, 3] strides [1, 2] padding [1, 1, 0, 1] exclude_pad"
+AVG_STRIDE3_CEIL = "kernel [2, 3] strides [3, 2] padding [1, 1, 1, 1] ceil_mode"
+
+
+def all_cases() -> list[Any]:
+    rng = np.random.default_rng(21)
+    cases: list[Any] = []
+    for batch in (1, 3):
+        cases += [
+            kernel_case("max", LENET_MAX, (batch, 6, 28, 28), rng),
+            kernel_case("max", OVERLAP, (batch, 3, 9, 10), rng),
+            kernel_case("max", CEIL, (batch, 2, 10, 7), rng),
+            kernel_case("max", DILATED, (batch, 2, 9, 10), rng),
+            kernel_case("max", OVERLAP, (batch, 2, 7, 9), rng, data="ties"),
+            kernel_case("avg", LENET_AVG, (batch, 16, 10, 10), rng),
+            kernel_case("avg", AVG_CEIL, (batch, 2, 10, 7), rng),
+            kernel_case("avg", AVG_CEIL_EXCLUDE, (batch, 2, 10, 7), rng),
+        ]
+    cases += [
+        kernel_case("max", DILATED_CEIL, (3, 2, 11, 13), rng),
+        kernel_case("max", LENET_MAX, (3, 2, 9, 11), rng, data="ties", block=32),
+        kernel_case("max", CEIL, (3, 2, 10, 7), rng, data="ties", extra_programs=2),
+        kernel_case("max", CEIL, (3, 2, 10, 7), rng, data="nan", dy_nans=3),
+        kernel_case("max", OVERLAP, (1, 2, 7, 9), rng, data="nan", block=64),
+        kernel_case("max", DILATED_CEIL, (1, 2, 11, 13), rng, data="neg-inf"),
+        kernel_case("max", PADDING_ONLY, (3, 2, 3, 5), rng),
+        kernel_case("max", DILATED_CEIL, (3, 2, 11, 13), rng, block=256, extra_programs=3),
+        kernel_case("avg", AVG_OVERLAP_EXCLUDE, (3, 3, 9, 10), rng, block=64),
+        kernel_case("avg", AVG_FLOOR_EXCLUDE, (3, 2, 9, 8), rng),
+        kernel_case("avg", AVG_STRIDE3_CEIL, (3, 2, 11, 10), rng, extra_programs=1),
+        kernel_case("avg", AVG_CEIL, (1, 2, 10, 7), rng, dy_nans=2),
+        kernel_case("avg", LENET_AVG, (3, 5, 7, 9), rng, block=64, extra_programs=2),
+    ]
+    return cases
+
+
+def mutants() -> dict[str, Any]:
+    """Mutated kernels the checks must catch: ties going to the last maximum
+    (``>=``); a dy load missing its bound on the output rows (it reads past the
+    plane on the odd rows a floor-mode pool drops: the next plane's gradients,
+    or the NaN padding); the exclude_pad
+    divisor counting the padding."""
+    rng = np.random.default_rng(22)
+    found = {
+        "last-tie": (
+            kernel_case("max", OVERLAP, (3, 2, 7, 9), rng, data="ties"),
+            ("(value > best)", "(value >= best)"),
+        ),
+        "no-row-bound": (
+            kernel_case("max", LENET_MAX, (3, 2, 9, 11), rng),
+            ("(top >= 0) & (oh < OH)", "(top >= 0)"),
+        ),
+        "avg-no-row-bound": (
+            kernel_case("avg", LENET_AVG, (3, 2, 9, 11), rng),
+            ("(top >= 0) & (oh < OH)", "(top >= 0)"),
+        ),
+        "avg-divisor": (
+            kernel_case("avg", AVG_CEIL_EXCLUDE, (3, 2, 10, 7), rng),
+            (
+                "rows = tl.minimum(h0 + KH, H) - tl.maximum(h0, 0)",
+                "rows = tl.minimum(h0 + KH, H + PB) - h0",
+            ),
+        ),
+    }
+    return {
+        what: replace(case, id=f"mutant-{what}", mutation=mutation)
+        for what, (case, mutation) in found.items()
+    }
+
+
+CASES = all_cases()
+MUTANTS = mutants()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    """The cases and the mutants, in one interpreter process."""
+    found: dict[str, np.ndarray] = copies.run_harness(
+        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("pool-backward")
+    )
+    return found
+
+
+def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
+    """Everything wrong with ``case``'s dx: overwritten canaries, a value other
+    than the reference's where that is NaN or infinite, a finite value that is
+    not (unwritten, or a read out of bounds), and the tolerance rule."""
+    want = case.expected["dx"].ravel()
+    buffer = results[f"{case.id}/dx"]
+    found = []
+    padding = np.concatenate([buffer[: case.pad], buffer[len(buffer) - case.pad :]])
+    if (padding != CANARY).any():
+        found.append(f"{(padding != CANARY).sum()} canaries overwritten")
+    got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
+    special = ~np.isfinite(want)
+    if not np.array_equal(got[special], want[special], equal_nan=True):
+        found.append("differs where the reference is NaN or infinite")
+    finite = ~special
+    if not np.isfinite(got[finite]).all():
+        found.append("a finite dx element is NaN/inf (unwritten, or read out of bounds?)")
+    else:
+        comparison = compare(got[finite], want[finite], case.tol)
+        if not comparison.ok:
+            found.append(f"not close: {comparison.reason}")
+    return found
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+    assert problems(case, results) == []
+    want = case.expected["dx"].ravel()
+    got = results[f"{case.id}/dx"][case.pad : -case.pad].astype(np.float64)
+    finite = np.isfinite(want)
+    assert_close(got[finite], want[finite], case.tol)
+
+
+def test_every_case_is_a_valid_launch() -> None:
+    for case in [*CASES, *MUTANTS.values()]:
+        validator.validate(copies.case_contract(case))
+
+
+def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+    found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
+    assert "not close" in found["last-tie"], found
+    for what in ("no-row-bound", "avg-no-row-bound"):
+        assert "NaN/inf" in found[what] or "not close" in found[what], (what, found)
+    assert "not close" in found["avg-divisor"], found
+
+
+def test_the_cases_are_not_vacuous() -> None:
+    """Ties that decide the argmax, NaN gradients, many programs, both batches,
+    and the padding-only windows passing nothing."""
+    ids = " ".join(case.id for case in CASES)
+    for word in ("ceil_mode", "dilation", "exclude_pad", "-ties", "-nan", "-neg-inf", "-grid+"):
+        assert word in ids, word
+    for family in ("max_pool2d_backward", "avg_pool2d_backward"):
+        mine = [case for case in CASES if case.family == family]
+        assert {case.tensors["dx"][0][0] for case in mine} >= {1, 3}, family
+        assert any(case.grid >= 10 for case in mine), family
+    assert any(np.isnan(case.expected["dx"]).any() for case in CASES)
+    padding_only = next(case for case in CASES if "dilation[4_1]" in case.id)
+    assert not padding_only.expected["dx"].any()
+    # Ties decide: the first maximum's dx differs from the last maximum's.
+    for case in CASES:
+        if "-ties" in case.id:
+            assert _last_tie_differs(case), case.id
+
+
+def _last_tie_differs(case: Any) -> bool:
+    """Whether ``case``'s x has a window whose maximum occurs twice or more among
+    its taps inside the input (so the tie rule decides where dy goes)."""
+    values = dict(case.args)
+    x = values["x"].reshape(case.tensors["x"][0]).astype(np.float64)
+    kh, kw = int(case.constexprs["KH"]), int(case.constexprs["KW"])
+    sh, sw = int(case.constexprs["SH"]), int(case.constexprs["SW"])
+    dh, dw = int(case.constexprs["DH"]), int(case.constexprs["DW"])
+    pt, pl = int(case.constexprs["PT"]), int(case.constexprs["PL"])
+    for oh in range(int(values["OH"])):
+        for ow in range(int(values["OW"])):
+            taps = [
+                x[:, :, h, w]
+                for h in range(oh * sh - pt, oh * sh - pt + dh * kh, dh)
+                for w in range(ow * sw - pl, ow * sw - pl + dw * kw, dw)
+                if 0 <= h < x.shape[2] and 0 <= w < x.shape[3]
+            ]
+            stacked = np.stack(taps)
+            if ((stacked == stacked.max(axis=0)).sum(axis=0) > 1).any():
+                return True
+    return False
+
+
+def test_the_validator_holds_the_dims_to_the_shapes() -> None:
+    for kind, options in (("max", CEIL), ("avg", AVG_CEIL_EXCLUDE)):
+        _, launch = lowered(kind, options, (1, 2, 10, 7))
+        validator.validate(launch.contract())
+        for name in ("H", "OW"):
+            bad = tuple(
+                (arg, str(int(value) + 1) if arg == name else value)
+                for arg, value in launch.contract().args
+            )
+            with pytest.raises(validator.ContractError, match="imply"):
+                validator.validate(replace(launch.contract(), args=bad))
+        short = (f"cdiv(B * {2 * 10 * 7}, {2 * int(launch.constexpr_values['BLOCK'])})", "1", "1")
+        with pytest.raises(validator.ContractError, match="tile model"):
+            validator.validate(replace(launch.contract(), grid=short))
+
+
+# ---------------------------------------------------------------- AOT
+
+
+@pytest.fixture(scope="module")
+def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
+    yield
+    if saved is None:
+        del os.environ["TRITON_CACHE_DIR"]
+    else:
+        os.environ["TRITON_CACHE_DIR"] = saved
+
+
+AOT = [
+    ("max", CEIL, 80),
+    ("avg", AVG_CEIL_EXCLUDE, 80),
+    ("max", LENET_MAX, 90),
+    ("avg", LENET_AVG, 90),
+]
+"""One variant of each family per architecture (the lowering has one tile
+choice, so the variants differ only in window geometry)."""
+
+
+@pytest.mark.parametrize(("kind", "options", "arch"), AOT)
+def test_compiles_ahead_of_time(
+    kind: str, options: str, arch: int, tmp_path: Path, triton_cache: None
+) -> None:
+    _, launch = lowered(kind, options, (1, 3, 23, 19))
+    family = FAMILIES[launch.family]
+    name = f"{launch.family}_0"
+    path = tmp_path / f"{name}.py"
+    path.write_text(render(family, name, launch.constexpr_values))
+    compiled = aot.compile_variant(
+        path, name, family, launch.constexpr_values, arch, launch.num_warps, launch.num_stages
+    )
+    assert f".target sm_{arch}" in compiled.ptx
+    assert compiled.cubin[:4] == b"\x7fELF"
+    assert re.search(rf"\.reqntid {32 * launch.num_warps}\b", compiled.ptx)
+    entry = compiled.ptx[compiled.ptx.index(f".entry {name}") :]
+    assert entry[: entry.index(")")].count(".param") == len(family.args) + 2
+    aot.check_shared(compiled)
+
+
+def test_an_image_past_32_bits_is_unlowerable() -> None:
+    for kind in ("max", "avg"):
+        with pytest.raises(Unlowerable, match="32-bit offsets"):
+            lowered(kind, LENET_MAX, (1, 2, 65536, 16384))
+
+
+@pytest.mark.parametrize(
+    ("stride", "dilation", "expected"),
+    [(1, 1, (1, 1, 0)), (2, 1, (2, 1, 1)), (2, 2, (1, 2, 0)), (3, 2, (3, 1, 2)), (6, 4, (3, 2, 2))],
+)
+def test_residues(stride: int, dilation: int, expected: tuple[int, int, int]) -> None:
+    """The taps the kernel visits are exactly those whose window start is a
+    multiple of the stride."""
+    assert max_tiles.residues(stride, dilation) == expected
+    step, gcd, inverse = expected
+    for t in range(30):
+        want = {p for p in range(9) if (t - p * dilation) % stride == 0}
+        got = set() if t % gcd else {p for p in range(9) if p % step == (t // gcd) * inverse % step}
+        assert got == want, t
+
+
+def test_tiles() -> None:
+    """The tiles the lowering emits, within Triton's block limit."""
+    assert max_tiles.element_tiles() == avg_tiles.element_tiles() == 1024
+    assert max_tiles.launch_config() == avg_tiles.launch_config() == (4, 1)
+    _, launch = lowered("max", LENET_MAX, (1, 6, 28, 28))
+    assert launch.grid == ("cdiv(B * 4704, 1024)", "1", "1")
+
+
+# ---------------------------------------------------------------- end to end
+
+X = "tensor<?x3x11x9xf32>"
+DY_MAX = "tensor<?x3x6x5xf32>"
+DY_AVG = "tensor<?x3x6x5xf32>"
+E2E = f"""\
+func.func @forward(%x: {X}, %dm: {DY_MAX}, %da: {DY_AVG}) -> ({X}, {X}) {{
+  %gm = graph.max_pool2d_backward %x, %dm {CEIL} : ({X}, {DY_MAX}) -> {X}
+  %ga = graph.avg_pool2d_backward %da {AVG_CEIL_EXCLUDE} : ({DY_AVG}) -> {X}
+  func.return %gm, %ga : {X}, {X}
+}}
+"""
+
+
+def test_end_to_end_matches_the_reference(tmp_path: Path) -> None:
+    assert dy_shape(CEIL, (1, 3, 11, 9)) == (1, 3, 6, 5)
+    assert dy_shape(AVG_CEIL_EXCLUDE, (1, 3, 11, 9)) == (1, 3, 6, 5)
+    out = tmp_path / "plan"
+    module = teeny_ir.parse_module(E2E, filename="pool_backward.mlir")
+    teeny_ir.PassManager.parse(f"lower-graph-to-kernel,emit-triton{{out-dir={out}}}").run(module)
+    families = sorted(o.family for o in module.walk() if isinstance(o, LaunchOp))
+    assert families == ["avg_pool2d_backward", "max_pool2d_backward"]
+    rng = np.random.default_rng(7)
+    x = rng.integers(0, 4, (3, 3, 11, 9)).astype(np.float32)  # ties
+    x[0, 0, 0, :3] = np.nan
+    dm = rng.standard_normal((3, 3, 6, 5)).astype(np.float32)
+    da = rng.standard_normal((3, 3, 6, 5)).astype(np.float32)
+    got = runtime.load(out).run([x, dm, da], {})
+    want = reference.run(teeny_ir.parse_module(E2E), {}, [x, dm, da])
+    assert [g.shape for g in got] == [(3, 3, 11, 9)] * 2
+    assert_close(got, want, REDUCTION_TOL)
