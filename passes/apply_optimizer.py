@@ -29,6 +29,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType,
+    UnitAttr,
 )
 from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Attribute, Operation, SSAValue
@@ -84,6 +85,10 @@ class _Gradient:
     name: str
     value: SSAValue
     param: ParamOp
+
+
+UPDATE_ATTR = "teeny.update"
+"""The discardable attribute on every op this pass adds: the plan's ``update`` phase."""
 
 
 @dataclass(frozen=True)
@@ -293,6 +298,7 @@ class ApplyOptimizerPass(ModulePass):
                 )
                 names = [gradient.name] + [f"{gradient.name}.{s}" for s in suffixes]
             update.location = gradient.param.location
+            update.attributes[UPDATE_ATTR] = UnitAttr()
             block.insert_op_before(update, ret)
             results += update.results
             attrs += [DictionaryAttr({UPDATED_ATTR: StringAttr(n)}) for n in names]

@@ -242,6 +242,7 @@ def _collect(forward: FuncOp) -> _Collected:
                     raise _error("a function result must be an input or a buffer of its own", op)
             plan.outputs = [names[value] for value in op.arguments]
             plan.roles = _roles(forward)
+            plan.launches = _with_phases(plan.launches)
             plan.returned = op
     return plan
 
@@ -320,6 +321,7 @@ def _launch(op: LaunchOp, plan: _Collected, names: _Names) -> LaunchSpec:
         values = op.operands if kind == "in" else op.results
         args.append(Arg(tensor=slots[slot_name] if slot_name else names[values[int(index)]]))
     grid = tuple(_expression(axis, op) for axis in op.grid)
+    phase = next((p for key, p in PHASE_OF.items() if key in op.attributes), "forward")
     return LaunchSpec(
         variant.name,
         (grid[0], grid[1], grid[2]),
@@ -327,7 +329,31 @@ def _launch(op: LaunchOp, plan: _Collected, names: _Names) -> LaunchSpec:
         op.num_stages,
         tuple(args),
         _sources(op),
+        phase,
     )
+
+
+PHASE_OF = {"teeny.backward": "backward", "teeny.update": "update"}
+"""The launch attributes of the training passes -> the plan's launch phase."""
+
+
+def _with_phases(launches: list[LaunchSpec]) -> list[LaunchSpec]:
+    """A training plan's launches (any not in the forward phase) keep their
+    phases, each forward launch listing the backward launches whose sources
+    share a location with its own (the gradient of a graph op takes its
+    location); an inference plan's launches have no phase."""
+    if all(launch.phase == "forward" for launch in launches):
+        return [dataclasses.replace(launch, phase="") for launch in launches]
+    locations = [{s.loc for s in launch.sources if s.loc} for launch in launches]
+    backward = [i for i, launch in enumerate(launches) if launch.phase == "backward"]
+    return [
+        dataclasses.replace(
+            launch, gradients=tuple(j for j in backward if locations[j] & locations[i])
+        )
+        if launch.phase == "forward"
+        else launch
+        for i, launch in enumerate(launches)
+    ]
 
 
 def _expression(text: str, op: Operation) -> str:

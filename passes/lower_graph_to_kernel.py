@@ -42,6 +42,9 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.lowering import Unlowerable, lowering_for, lowering_profile, tensor_type
 from teeny_ir.kernels.views import form_views
 
+PHASE_ATTRS = ("teeny.backward", "teeny.update")
+"""Discardable attributes a launch keeps from its graph op: the training phase."""
+
 
 def _lower_op(op: Operation) -> Operation:
     rule = lowering_for(type(op))
@@ -155,6 +158,9 @@ def plan_function(function: FuncOp) -> _Plan:
             refused.add(op)
             continue
         launch.location = named_location(op)
+        for key in PHASE_ATTRS:  # the training phase of the op (insert-backward, apply-optimizer)
+            if key in op.attributes:
+                launch.attributes[key] = op.attributes[key]
         plan.launches.append((op, launch))
         if not isinstance(launch, LaunchOp):
             continue  # a view (teeny_ir.kernels.views): no contract, no weights

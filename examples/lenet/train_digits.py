@@ -7,12 +7,14 @@ stratify=target)`` trains, the test part is scored.
 
 The model: ``examples/lenet/lenet.mlir`` with a cross-entropy loss against a
 ``targets`` input (`teeny_ir.frontend.losses.add_cross_entropy_loss`), compiled
-with ``teeny-training{optimizer=sgd lr=... momentum=0.9 weight-decay=5e-4
+with ``teeny-training{optimizer=adamw lr=... weight-decay=0.01
 profile=interpreter}`` and ``emit-triton``, started from the bundled
 ``lenet.safetensors`` (PyTorch's default initialisation) and trained by
 ``teeny_ir.runtime.load(DIR).trainer(weights)`` on the interpreter backend:
 one worker process for every step, mini-batches of 32 in a fixed-seed
-shuffle. A progress bar shows the loss; the loss curve goes to
+shuffle. The learning rate steps down by 10x for the last ``--decay-epochs``
+epochs: a second plan compiled with the lower rate continues from the first
+trainer's state dict (parameters and AdamW state). A progress bar shows the loss; the loss curve goes to
 ``DIR/loss.png``, the checkpoint (the state dict, PyTorch names) to
 ``DIR/lenet_digits.safetensors``. The test split is then scored by the
 inference plan (``teeny-inference{profile=interpreter}``) run with the trained
@@ -21,7 +23,8 @@ weights, and the last line printed is ``test accuracy: X``.
 Needs the ``examples`` extra (scikit-learn, matplotlib):
 ``.venv/bin/pip install -e '.[examples]'``.
 
-Usage: python examples/lenet/train_digits.py --out DIR [--epochs N] [--lr LR] [--seed S]
+Usage: python examples/lenet/train_digits.py --out DIR [--epochs N] [--decay-epochs N]
+    [--lr LR] [--seed S]
 """
 
 from __future__ import annotations
@@ -84,55 +87,62 @@ def compile_plan(text: str, pipeline: str, out: Path) -> None:
 def training_text(lr: float) -> tuple[str, str]:
     module = teeny_ir.parse_module(MODEL.read_text(), filename=str(MODEL))
     add_cross_entropy_loss(module)
-    pipeline = (
-        f"teeny-training{{optimizer=sgd lr={lr!r} momentum=0.9 weight-decay=5e-4 "
-        "profile=interpreter}"
-    )
+    pipeline = f"teeny-training{{optimizer=adamw lr={lr!r} weight-decay=0.01 profile=interpreter}}"
     return teeny_ir.print_module(module), pipeline
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--epochs", type=int, default=5)
-    parser.add_argument("--lr", type=float, default=0.05)
+    parser.add_argument("--epochs", type=int, default=4, help="epochs at the full rate")
+    parser.add_argument("--decay-epochs", type=int, default=1, help="then at a tenth of it")
+    parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     args.out.mkdir(parents=True, exist_ok=True)
     x_train, y_train, x_test, y_test = digits()
+    epochs = args.epochs + args.decay_epochs
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
-        text, pipeline = training_text(args.lr)
-        compile_plan(text, pipeline, Path(tmp) / "train")
+        for name, lr in (("train", args.lr), ("decay", args.lr / 10)):
+            text, pipeline = training_text(lr)
+            compile_plan(text, pipeline, Path(tmp) / name)
         compile_plan(MODEL.read_text(), "teeny-inference{profile=interpreter}", Path(tmp) / "infer")
         print(f"compiled in {time.perf_counter() - start:.1f} s", file=sys.stderr)
         rng = np.random.default_rng(args.seed)
         steps_per_epoch = len(x_train) // BATCH
         losses: list[float] = []
-        with runtime.load(Path(tmp) / "train").trainer(runtime.read_weights(WEIGHTS)) as trainer:
-            columns = (
-                TextColumn("epoch {task.fields[epoch]}"),
-                BarColumn(),
-                TextColumn("{task.completed}/{task.total} steps  loss {task.fields[loss]}"),
-                TimeElapsedColumn(),
-            )
-            with Progress(*columns) as progress:
-                task = progress.add_task(
-                    "train", total=args.epochs * steps_per_epoch, epoch=1, loss="-"
-                )
-                for epoch in range(args.epochs):
-                    order = rng.permutation(len(x_train))
-                    for step in range(steps_per_epoch):
-                        chosen = order[step * BATCH : (step + 1) * BATCH]
-                        loss = float(trainer.step([x_train[chosen], y_train[chosen]])[0])
-                        losses.append(loss)
-                        progress.update(task, advance=1, epoch=epoch + 1, loss=f"{loss:.4f}")
-            trainer.save(args.out / CHECKPOINT)
-            state = trainer.state_dict()
+        state: dict[str, np.ndarray] = runtime.read_weights(WEIGHTS)
+        columns = (
+            TextColumn("epoch {task.fields[epoch]}/" + str(epochs)),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} steps  loss {task.fields[loss]}"),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns) as progress:
+            task = progress.add_task("train", total=epochs * steps_per_epoch, epoch=1, loss="-")
+            for plan, count in (("train", args.epochs), ("decay", args.decay_epochs)):
+                if not count:
+                    continue
+                with runtime.load(Path(tmp) / plan).trainer(state) as trainer:
+                    for _ in range(count):
+                        order = rng.permutation(len(x_train))
+                        for step in range(steps_per_epoch):
+                            chosen = order[step * BATCH : (step + 1) * BATCH]
+                            loss = float(trainer.step([x_train[chosen], y_train[chosen]])[0])
+                            losses.append(loss)
+                            epoch = len(losses) // steps_per_epoch + 1
+                            progress.update(
+                                task, advance=1, epoch=min(epoch, epochs), loss=f"{loss:.4f}"
+                            )
+                    trainer.save(args.out / CHECKPOINT)
+                    state = trainer.state_dict()
         _plot(losses, steps_per_epoch, args.out / "loss.png")
-        logits = runtime.load(Path(tmp) / "infer").run([x_test], state)[0]
+        inference = runtime.load(Path(tmp) / "infer")
+        model = {spec.name: state[spec.name] for spec in inference.plan.weights}
+        logits = inference.run([x_test], model)[0]
     accuracy = float((logits.argmax(axis=1) == y_test).mean())
     print(f"trained {len(losses)} steps in {time.perf_counter() - start:.0f} s; final loss "
           f"{losses[-1]:.4f}; checkpoint {args.out / CHECKPOINT}")

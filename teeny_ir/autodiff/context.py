@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TypeVar
 
-from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, f32
+from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, UnitAttr, f32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from dialects.graph.constant import ConstantOp
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from xdsl.dialects.builtin import LocationAttr
 
 OpT = TypeVar("OpT", bound=Operation)
+BACKWARD_ATTR = "teeny.backward"
+"""The discardable attribute on every op the backward adds."""
 
 
 class VjpContext:
@@ -46,9 +48,11 @@ class VjpContext:
     # ------------------------------------------------------------- building
 
     def emit(self, op: OpT) -> OpT:
-        """Insert ``op`` into the backward, located at the current forward op."""
+        """Insert ``op`` into the backward, located at the current forward op and
+        marked ``teeny.backward`` (the plan's backward phase)."""
         if self.location is not None:
             op.location = self.location
+        op.attributes[BACKWARD_ATTR] = UnitAttr()
         self.block.insert_op_before(op, self.anchor)
         return op
 

@@ -46,6 +46,9 @@ _NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}
 _SHA256 = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 _F32 = {"const": "f32"}
+PHASES = ("forward", "backward", "update")
+"""A training plan's launches, by what they compute: the forward, the backward
+(ops insert-backward made) and the optimizer's update (apply-optimizer's)."""
 ROLES = ("grad", "updated", "running")
 """What a training plan's output is besides a user result: a parameter's gradient
 (``teeny.grad``), its update or an optimizer state's (``teeny.updated``), or an
@@ -101,6 +104,9 @@ _LAUNCH = _record(
     | {"num_warps": _int(1, MAX_NUM_WARPS), "num_stages": _int(1)}
     | {"args": _array({"oneOf": [_record({"tensor": _NAME}), _record({"expr": _TEXT})]})}
     | {"sources": _array(_SOURCE, maxItems=64)}
+    | {"phase": {"enum": list(PHASES)}, "gradients": _array(_int(0))},
+    "phase",
+    "gradients",
 )
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -236,6 +242,11 @@ class LaunchSpec:
     sources: tuple[SourceSpec, ...] = ()
     """Provenance: the graph ops this launch implements (the seed's
     ``lower_with_mapping``)."""
+    phase: str = ""
+    """In a training plan, one of `PHASES`; empty in an inference plan."""
+    gradients: tuple[int, ...] = ()
+    """A forward launch's: the backward launches that compute its gradients
+    (those whose sources share a location with its own)."""
 
 
 @dataclass(frozen=True)
@@ -283,7 +294,9 @@ class Plan:
                 "num_stages": entry.num_stages,
                 "args": args,
                 "sources": [source.to_json() for source in entry.sources],
-            }
+            } | (
+                {"phase": entry.phase, "gradients": list(entry.gradients)} if entry.phase else {}
+            )
 
         def view(v: ViewSpec) -> dict[str, Any]:
             return {
@@ -355,6 +368,8 @@ class Plan:
                 entry["num_stages"],
                 args,
                 sources(entry["sources"]),
+                entry.get("phase", ""),
+                tuple(entry.get("gradients", ())),
             )
 
         def view(v: Mapping[str, Any]) -> ViewSpec:
@@ -604,6 +619,7 @@ def _check_semantics(plan: Plan, root: Path) -> None:
                 f"output '{name}' is not an input, or a buffer or view written by launches"
             )
     _check_roles(plan, weight_shapes)
+    _check_phases(plan)
     batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
     if uses_batch and not batch_inputs:
         raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")
@@ -630,6 +646,22 @@ def _check_roles(plan: Plan, weight_shapes: Mapping[str, tuple[int, ...]]) -> No
         if (role, weight) in seen:
             raise PlanError(f"two outputs are the {role} of '{weight}'")
         seen.add((role, weight))
+
+
+def _check_phases(plan: Plan) -> None:
+    """Launch phases: all or none; a forward launch's gradients name backward launches."""
+    phased = [bool(launch.phase) for launch in plan.launches]
+    if any(phased) and not all(phased):
+        raise PlanError("some launches have a phase and some do not")
+    for index, launch in enumerate(plan.launches):
+        if launch.gradients and launch.phase != "forward":
+            raise PlanError(f"launch {index} is no forward launch but lists gradients")
+        for other in launch.gradients:
+            if other >= len(plan.launches) or plan.launches[other].phase != "backward":
+                raise PlanError(
+                    f"launch {index} lists launch {other} as a gradient, which is no "
+                    "backward launch of the plan"
+                )
 
 
 def tensor_shapes(plan: Plan) -> dict[str, tuple[int | str, ...]]:

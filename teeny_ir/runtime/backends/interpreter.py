@@ -224,6 +224,8 @@ class InterpreterSession:
             except subprocess.TimeoutExpired:
                 worker.kill()
                 worker.wait()
+            if worker.stdout is not None:
+                worker.stdout.close()
         self._log.close()
         _clean(self.workdir, keep_log=keep_log)
 
