@@ -476,10 +476,12 @@ def test_teeny_inference_passes_the_profile_on() -> None:
     assert default == _flatten(parse_any(pipeline.text))
     for profile in ("gpu", "interpreter"):
         chosen = _flatten(pipeline.expand([("profile", (profile,))]))
-        select = [p for p in chosen if p.name == "select-conv-algorithm"]
-        assert [p.options for p in select] == [(("profile", (profile,)),)]
-        others = [p for p in chosen if p.name != "select-conv-algorithm"]
-        assert others == [p for p in default if p.name != "select-conv-algorithm"]
+        routed = ("select-conv-algorithm", "lower-graph-to-kernel")
+        for name in routed:
+            chosen_pass = [p for p in chosen if p.name == name]
+            assert [p.options for p in chosen_pass] == [(("profile", (profile,)),)], name
+        others = [p for p in chosen if p.name not in routed]
+        assert others == [p for p in default if p.name not in routed]
     assert "profile=gpu|interpreter" in pipeline.options[0].describe()
 
 
@@ -521,7 +523,7 @@ def test_pipeline_option_through_the_pass_manager() -> None:
     text = PassManager.parse("teeny-inference{profile=interpreter}").pipeline_string()
     assert text == (
         "builtin.module(split-bias,fuse-conv-bn-act,select-conv-algorithm{profile=interpreter},"
-        "lower-graph-to-kernel)"
+        "lower-graph-to-kernel{profile=interpreter})"
     )
     assert PassManager.parse(text).pipeline_string() == text
     default = PassManager.parse("teeny-inference{profile=gpu}").pipeline_string()

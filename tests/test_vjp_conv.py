@@ -391,8 +391,8 @@ func.func @forward(%x: {_t(x_shape)}, %w: {_t(w_shape)}{b_arg}, %g: {_t(y_shape)
     # The backward ops carry the forward's options exactly (absent ones stay absent).
     printed = teeny_ir.print_module(module)
     for line in printed.splitlines():
-        if "graph.conv2d" in line:
-            assert opts + " :" in line, line
+        if "graph.conv2d_backward" in line:  # marked as the backward's
+            assert opts + " {teeny.backward} :" in line, line
     rng = np.random.default_rng(batch + 10 * bias)
     x, w, b, g = _rand(rng, x_shape), _rand(rng, w_shape), _rand(rng, (cout,)), _rand(rng, y_shape)
     got = _run64(module, {}, [x, w, *([b] if bias else []), g])
