@@ -20,20 +20,21 @@
 // SGD:         %[[FB:.*]] = graph.param "fc.bias" : tensor<5xf32>
 // SGD:         %[[GW:.*]] = graph.sub %[[W]]
 // SGD:         %[[BW:.*]] = graph.param "conv.weight.momentum_buffer" zero_default : tensor<4x3x3x3xf32>
-// SGD-NEXT:    %[[W2:.*]], %[[BW2:.*]] = graph.sgd_update %[[W]], %[[GW]], %[[BW]] lr 5.000000e-02 momentum 9.000000e-01 weight_decay 5.000000e-04 : (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>)
+// Every op the pass adds is marked {teeny.update}: a training plan's update phase.
+// SGD-NEXT:    %[[W2:.*]], %[[BW2:.*]] = graph.sgd_update %[[W]], %[[GW]], %[[BW]] lr 5.000000e-02 momentum 9.000000e-01 weight_decay 5.000000e-04 {teeny.update} : (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>)
 // SGD-NEXT:    %[[BG:.*]] = graph.param "bn.weight.momentum_buffer" zero_default : tensor<4xf32>
-// SGD-NEXT:    %[[G2:.*]], %[[BG2:.*]] = graph.sgd_update %[[G]], %{{.*}}, %[[BG]] lr 5.000000e-02 momentum 9.000000e-01 : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
+// SGD-NEXT:    %[[G2:.*]], %[[BG2:.*]] = graph.sgd_update %[[G]], %{{.*}}, %[[BG]] lr 5.000000e-02 momentum 9.000000e-01 {teeny.update} : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>)
 // SGD-NEXT:    %[[BFW:.*]] = graph.param "fc.weight.momentum_buffer" zero_default
-// SGD-NEXT:    %[[FW2:.*]], %[[BFW2:.*]] = graph.sgd_update %[[FW]], %{{.*}}, %[[BFW]] lr 5.000000e-02 momentum 9.000000e-01 weight_decay 5.000000e-04 :
+// SGD-NEXT:    %[[FW2:.*]], %[[BFW2:.*]] = graph.sgd_update %[[FW]], %{{.*}}, %[[BFW]] lr 5.000000e-02 momentum 9.000000e-01 weight_decay 5.000000e-04 {teeny.update} :
 // SGD-NEXT:    %[[BFB:.*]] = graph.param "fc.bias.momentum_buffer" zero_default
-// SGD-NEXT:    %[[FB2:.*]], %[[BFB2:.*]] = graph.sgd_update %[[FB]], %{{.*}}, %[[BFB]] lr 5.000000e-02 momentum 9.000000e-01 :
+// SGD-NEXT:    %[[FB2:.*]], %[[BFB2:.*]] = graph.sgd_update %[[FB]], %{{.*}}, %[[BFB]] lr 5.000000e-02 momentum 9.000000e-01 {teeny.update} :
 // SGD-NEXT:    func.return %{{.*}}, %{{.*}}, %{{.*}}, %[[GW]], %{{.*}}, %{{.*}}, %{{.*}}, %[[W2]], %[[BW2]], %[[G2]], %[[BG2]], %[[FW2]], %[[BFW2]], %[[FB2]], %[[BFB2]] :
 
 // Without momentum SGD keeps no buffer.
 // PLAIN-LABEL: func.func @forward
 // PLAIN-NOT:     momentum_buffer
-// PLAIN:         graph.sgd_update %{{.*}}, %{{.*}} lr 1.000000e-01 : (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
-// PLAIN:         graph.sgd_update %{{.*}}, %{{.*}} lr 1.000000e-01 : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// PLAIN:         graph.sgd_update %{{.*}}, %{{.*}} lr 1.000000e-01 {teeny.update} : (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>) -> tensor<4x3x3x3xf32>
+// PLAIN:         graph.sgd_update %{{.*}}, %{{.*}} lr 1.000000e-01 {teeny.update} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 // PLAIN-NOT:     momentum_buffer
 
 // AdamW reads its moments and scalar step count (zeros when the weights lack
@@ -43,12 +44,12 @@
 // ADAMW:         %[[M:.*]] = graph.param "conv.weight.exp_avg" zero_default : tensor<4x3x3x3xf32>
 // ADAMW-NEXT:    %[[V:.*]] = graph.param "conv.weight.exp_avg_sq" zero_default : tensor<4x3x3x3xf32>
 // ADAMW-NEXT:    %[[S:.*]] = graph.param "conv.weight.step" zero_default : tensor<f32>
-// ADAMW-NEXT:    %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = graph.adamw_update %{{.*}}, %{{.*}}, %[[M]], %[[V]], %[[S]] lr 1.000000e-03 beta1 8.000000e-01 beta2 9.900000e-01 eps 1.000000e-06 weight_decay 1.000000e-02 : (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<f32>) -> (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<f32>)
-// ADAMW:         graph.adamw_update {{.*}} lr 1.000000e-03 beta1 8.000000e-01 beta2 9.900000e-01 eps 1.000000e-06 : (tensor<4xf32>,
+// ADAMW-NEXT:    %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} = graph.adamw_update %{{.*}}, %{{.*}}, %[[M]], %[[V]], %[[S]] lr 1.000000e-03 beta1 8.000000e-01 beta2 9.900000e-01 eps 1.000000e-06 weight_decay 1.000000e-02 {teeny.update} : (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<f32>) -> (tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<4x3x3x3xf32>, tensor<f32>)
+// ADAMW:         graph.adamw_update {{.*}} lr 1.000000e-03 beta1 8.000000e-01 beta2 9.900000e-01 eps 1.000000e-06 {teeny.update} : (tensor<4xf32>,
 
 // decay-all: every parameter with a gradient is decayed.
 // ALL-LABEL: func.func @forward
-// ALL-COUNT-4: graph.sgd_update {{.*}} lr 1.000000e-01 weight_decay 1.000000e-02 :
+// ALL-COUNT-4: graph.sgd_update {{.*}} lr 1.000000e-01 weight_decay 1.000000e-02 {teeny.update} :
 // ALL-NOT:     graph.sgd_update
 func.func @forward(%x: tensor<2x3x4x4xf32>, %t0: tensor<4x3x3x3xf32>, %t1: tensor<4xf32>, %t2: tensor<5x16xf32>, %t3: tensor<5xf32>) -> (tensor<f32>, tensor<2x5xf32>, tensor<4xf32> {teeny.running = "bn.running_mean"}, tensor<4x3x3x3xf32> {teeny.grad = "conv.weight"}, tensor<4xf32> {teeny.grad = "bn.weight"}, tensor<5x16xf32> {teeny.grad = "fc.weight"}, tensor<5xf32> {teeny.grad = "fc.bias"}) {
   %w = graph.param "conv.weight" : tensor<4x3x3x3xf32>

@@ -7,14 +7,15 @@
 // itself) and the bias add (broadcast: summed over the batch) to the linear
 // layer. One gradient result per parameter, in declaration order, named by
 // teeny.grad; the original results stay first. Backward ops take the
-// locations of the forward ops they differentiate.
+// locations of the forward ops they differentiate and are marked {teeny.backward}
+// (a training plan's backward phase).
 // CHECK-LABEL: func.func @forward
 // CHECK-SAME:    -> (tensor<f32>, tensor<?x3xf32>, tensor<3x4xf32> {teeny.grad = "w"}, tensor<3xf32> {teeny.grad = "b"}, tensor<5xf32> {teeny.grad = "unused"})
 // CHECK:         %[[L:.*]] = graph.reduce_sum
-// CHECK-NEXT:    %[[SEED:.*]] = graph.constant dense<1.000000e+00> : tensor<f32>
+// CHECK-NEXT:    %[[SEED:.*]] = graph.constant {teeny.backward} dense<1.000000e+00> : tensor<f32>
 // CHECK-DAG:     graph.activation_grad %{{.*}}, %{{.*}} activation silu
-// CHECK-DAG:     graph.reduce_sum %{{.*}} axes [0] keepdims : (tensor<?x3xf32>) -> tensor<1x3xf32>
-// CHECK:         %[[ZERO:.*]] = graph.constant dense<0.000000e+00> : tensor<5xf32>
+// CHECK-DAG:     graph.reduce_sum %{{.*}} axes [0] keepdims {teeny.backward} : (tensor<?x3xf32>) -> tensor<1x3xf32>
+// CHECK:         %[[ZERO:.*]] = graph.constant {teeny.backward} dense<0.000000e+00> : tensor<5xf32>
 // CHECK-NEXT:    func.return %[[L]], %{{.*}}, %{{.*}}, %{{.*}}, %[[ZERO]] :
 
 // STATS: insert-backward
