@@ -273,7 +273,7 @@ elements = st.recursive(
 pipelines = st.builds(NestedSpec, idents, st.lists(elements, max_size=4).map(tuple))
 
 
-@settings(max_examples=400)
+@settings(max_examples=150)
 @given(pipelines)
 def test_round_trip(spec: NestedSpec) -> None:
     text = format_pipeline(spec)

@@ -35,9 +35,7 @@ def _make_slice_module() -> object:
     return module
 
 
-@pytest.mark.parametrize(
-    ("channels", "height", "width"), [(5, 7, 9), (32, 7, 9), (37, 7, 9), (48, 6, 11)]
-)
+@pytest.mark.parametrize(("channels", "height", "width"), [(5, 7, 9), (48, 6, 11)])
 def test_slice_through_teeny_opt_and_teeny_run(
     tmp_path: Path, channels: int, height: int, width: int
 ) -> None:

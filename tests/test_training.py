@@ -296,7 +296,7 @@ def random_graphs(draw: Any) -> tuple[str, list[tuple[str, tuple[int, ...]]], An
     return text, params, (features, run)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graph=random_graphs(), batch=st.sampled_from([1, 3]), seed=st.integers(0, 2**16))
 def test_random_graphs_match_autograd(graph: Any, batch: int, seed: int) -> None:
     text, params, (features, run) = graph
