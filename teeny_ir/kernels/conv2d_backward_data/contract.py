@@ -25,46 +25,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from teeny_ir.kernels.contract import Constexpr, GridAxis, KernelArg, KernelFamily
+from teeny_ir.kernels.implicit_gemm_conv.contract import GEOMETRY, MAX_I32, conv_dims
 
-MAX_I32 = 2**31 - 1
-
-GEOMETRY = ("STRIDE_H", "STRIDE_W", "PAD_T", "PAD_L", "DIL_H", "DIL_W")
-"""The dim arguments that any value keeps memory-safe (taps are masked)."""
+__all__ = ["FAMILY", "GEOMETRY", "MAX_I32", "implied"]
 
 
 def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
-    """From ``dy`` [B, C_OUT, OH, OW], ``w`` [C_OUT, C_IN / GROUPS, KH, KW] and
-    ``dx`` [B, C_IN, H, W]: those dims, ``GROUPS = C_IN / w.shape[1]`` (which
-    must divide ``C_IN`` and ``C_OUT``), and the geometry left free. One image
-    of ``dy`` and of ``dx``, and the weight, must fit in i32 offsets."""
-    dy, w, dx = shapes["dy"], shapes["w"], shapes["dx"]
-    if len(dy) != 4 or len(w) != 4 or len(dx) != 4:
-        return []
-    batch, c_in, height, width = dx
-    c_out, group_in, kernel_h, kernel_w = w
-    if dy[0] != batch or dy[1] != c_out or c_in % group_in:
-        return []
-    groups = c_in // group_in
-    if c_out % groups:
-        return []
-    if (
-        max(c_in * height * width, c_out * dy[2] * dy[3], c_out * group_in * kernel_h * kernel_w)
-        > MAX_I32
-    ):
-        return []
-    dims: dict[str, int | None] = {
-        "B": batch,
-        "C_IN": c_in,
-        "H": height,
-        "W": width,
-        "C_OUT": c_out,
-        "OH": dy[2],
-        "OW": dy[3],
-        "KH": kernel_h,
-        "KW": kernel_w,
-        "GROUPS": groups,
-    }
-    return [dims | dict.fromkeys(GEOMETRY)]
+    """The forward convolution's dims (`conv_dims`): ``dx`` in the input's
+    place, ``w`` in the weight's, ``dy`` in the output's."""
+    return conv_dims(shapes["dx"], shapes["w"], shapes["dy"])
 
 
 _I32 = "i32"

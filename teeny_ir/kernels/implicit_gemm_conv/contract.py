@@ -33,12 +33,16 @@ GEOMETRY = ("STRIDE_H", "STRIDE_W", "PAD_T", "PAD_L", "DIL_H", "DIL_W")
 """The dim arguments that any value keeps memory-safe (taps are masked)."""
 
 
-def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
-    """From NCHW ``x`` [B, C_IN, H, W], ``w`` [C_OUT, C_IN / GROUPS, KH, KW] and
-    ``y`` [B, C_OUT, OH, OW]: those dims, ``GROUPS = C_IN / w.shape[1]`` (which
-    must divide ``C_IN`` and ``C_OUT``), and the geometry left free. One image
-    of ``x`` and of ``y``, and the weight, must fit in i32 offsets."""
-    x, w, y = shapes["x"], shapes["w"], shapes["y"]
+def conv_dims(
+    x: tuple[int, ...], w: tuple[int, ...], y: tuple[int, ...]
+) -> list[dict[str, int | None]]:
+    """The dims of a convolution's tensors, shared by the forward and backward
+    convolution families: from NCHW ``x`` [B, C_IN, H, W] (the input, or its
+    gradient), ``w`` [C_OUT, C_IN / GROUPS, KH, KW] (the weight, or its
+    gradient) and ``y`` [B, C_OUT, OH, OW] (the output, or its gradient): those
+    dims, ``GROUPS = C_IN / w.shape[1]`` (which must divide ``C_IN`` and
+    ``C_OUT``), and the geometry left free. One image of ``x`` and of ``y``, and
+    the weight, must fit in i32 offsets."""
     if len(x) != 4 or len(w) != 4 or len(y) != 4:
         return []
     batch, c_in, height, width = x
@@ -66,6 +70,11 @@ def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]
         "GROUPS": groups,
     }
     return [dims | dict.fromkeys(GEOMETRY)]
+
+
+def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
+    """`conv_dims` of ``x``, ``w`` and ``y``."""
+    return conv_dims(shapes["x"], shapes["w"], shapes["y"])
 
 
 _I32 = "i32"
