@@ -253,3 +253,43 @@ def conv_epilogue(op: FusedConv2dOp) -> ConvEpilogue:
         batch_stride_expr(r_value),
         int(residual is not None),
     )
+
+
+def conv_dims(
+    x: Sequence[int],
+    w: Sequence[int],
+    y: Sequence[int],
+    strides: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+) -> dict[str, int | str]:
+    """The geometry dim arguments the convolution families share, in their ABI
+    order (``B`` to ``GROUPS``), from NCHW ``x`` (input or its gradient), ``w``
+    (weight or its gradient), ``y`` (output or its gradient) and the
+    convolution's options; raises `Unlowerable` past 32-bit offsets."""
+    batch, c_in, height, width = x
+    c_out, group_in, kernel_h, kernel_w = w
+    _, _, out_h, out_w = y
+    if max(c_in * height * width, c_out * out_h * out_w, c_out * group_in * kernel_h * kernel_w) > (
+        2**31 - 1
+    ):
+        raise Unlowerable("an image or the weight exceeds the kernel's 32-bit offsets")
+    return {
+        "B": dim_expr(batch),
+        "C_IN": c_in,
+        "H": height,
+        "W": width,
+        "C_OUT": c_out,
+        "OH": out_h,
+        "OW": out_w,
+        "KH": kernel_h,
+        "KW": kernel_w,
+        "STRIDE_H": strides[0],
+        "STRIDE_W": strides[1],
+        "PAD_T": padding[0],
+        "PAD_L": padding[1],
+        "DIL_H": dilation[0],
+        "DIL_W": dilation[1],
+        "GROUPS": groups,
+    }

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from dialects.graph.conv import Conv2dBackwardDataOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.conv2d_backward_data.contract import MAX_I32
 from teeny_ir.kernels.conv2d_backward_data.tiles import launch_config, pick_tiles
 from teeny_ir.kernels.lowering import (
-    Unlowerable,
     batch_stride_expr,
+    conv_dims,
     dim_expr,
     lowers,
     tensor_type,
@@ -24,37 +23,18 @@ from teeny_ir.kernels.lowering import (
 @lowers(Conv2dBackwardDataOp)
 def lower_conv2d_backward_data(op: Conv2dBackwardDataOp) -> LaunchOp:
     """The input gradient as one conv2d_backward_data launch."""
-    batch, c_in, height, width = tensor_type(op.result).get_shape()
-    _, c_out, out_h, out_w = tensor_type(op.grad).get_shape()
-    _, group_in, kernel_h, kernel_w = tensor_type(op.weight).get_shape()
-    if (
-        max(c_in * height * width, c_out * out_h * out_w, c_out * group_in * kernel_h * kernel_w)
-        > MAX_I32
-    ):
-        raise Unlowerable("an image or the weight exceeds the kernel's 32-bit offsets")
+    x_shape = tensor_type(op.result).get_shape()
+    w_shape = tensor_type(op.weight).get_shape()
+    y_shape = tensor_type(op.grad).get_shape()
+    batch, _, height, width = x_shape
+    c_out, group_in, kernel_h, kernel_w = w_shape
     groups = op.groups
     block_m, block_n, block_k = pick_tiles(
         height * width, group_in, c_out // groups * kernel_h * kernel_w, tile_profile()
     )
     num_warps, num_stages = launch_config(block_m, block_n)
-    top, left, _, _ = op.padding
     dims = {
-        "B": dim_expr(batch),
-        "C_IN": c_in,
-        "H": height,
-        "W": width,
-        "C_OUT": c_out,
-        "OH": out_h,
-        "OW": out_w,
-        "KH": kernel_h,
-        "KW": kernel_w,
-        "STRIDE_H": op.strides[0],
-        "STRIDE_W": op.strides[1],
-        "PAD_T": top,
-        "PAD_L": left,
-        "DIL_H": op.dilation[0],
-        "DIL_W": op.dilation[1],
-        "GROUPS": groups,
+        **conv_dims(x_shape, w_shape, y_shape, op.strides, op.padding, op.dilation, op.groups),
         "dy_batch_stride": batch_stride_expr(op.grad),
         "dx_batch_stride": batch_stride_expr(op.result),
     }
