@@ -7,6 +7,7 @@ them, so `--list-passes` never shows them.
 from __future__ import annotations
 
 import io
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Literal
@@ -18,8 +19,14 @@ from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import PassFailedException
 
+from teeny_ir.backend.triton_settings import INTERPRETER_MALLOC
 from teeny_ir.core.diagnostics import Severity, engine_of
 from teeny_ir.driver import pass_registry
+
+# The kernel harness subprocesses interpret kernels as the runtime's worker does:
+# with its malloc settings (glibc reads them when a process starts).
+for _name, _value in INTERPRETER_MALLOC.items():
+    os.environ.setdefault(_name, _value)
 
 
 @dataclass

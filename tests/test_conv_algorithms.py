@@ -324,17 +324,20 @@ def test_interpreter_gemm_tiles_are_the_documented_rule(m: int | None, n: int, k
 @pytest.mark.parametrize(
     ("m", "n", "k", "tiles"),
     [
-        (1, 1, 1, (16, 16, 16)),
-        (127, 16, 127, (128, 16, 128)),
-        (128, 17, 128, (128, 32, 128)),
-        (128, 16, 129, (128, 16, 256)),
+        (1, 1, 1, (4096, 16, 16)),
+        (127, 16, 127, (2048, 16, 128)),
+        (128, 17, 128, (2048, 32, 128)),
+        (128, 16, 129, (1024, 16, 256)),
         # YOLOv8n at 64x64: the stem; a 3x3 stride-2 conv; the 2x2 level.
-        (1024, 16, 27, (1024, 16, 32)),
-        (256, 32, 144, (256, 32, 128)),
-        (4, 256, 1152, (16, 256, 128)),
-        # The caps: 2048 rows leave 16 columns and 16 taps.
-        (4096, 4096, 4096, (2048, 16, 16)),
-        (16, 1 << 20, 1 << 20, (16, 2048, 16)),
+        (1024, 16, 27, (4096, 16, 32)),
+        (256, 32, 144, (1024, 32, 256)),
+        (4, 256, 1152, (512, 128, 512)),
+        # LeNet: conv1 (K 25) and conv2 (K 150).
+        (784, 6, 25, (4096, 16, 32)),
+        (100, 16, 150, (1024, 16, 256)),
+        # The caps: 512 taps, 128 columns.
+        (4096, 4096, 4096, (512, 128, 512)),
+        (16, 1 << 20, 1 << 20, (512, 128, 512)),
     ],
 )
 def test_interpreter_implicit_gemm_boundaries(
@@ -346,12 +349,12 @@ def test_interpreter_implicit_gemm_boundaries(
 @given(m=st.integers(1, 1 << 20), n=st.integers(1, 1 << 20), k=st.integers(1, 1 << 20))
 def test_interpreter_implicit_gemm_tiles_are_the_documented_rule(m: int, n: int, k: int) -> None:
     block_m, block_n, block_k = pick_implicit_gemm_tile_sizes(m, n, k, "interpreter")
-    assert block_m == min(2048, max(16, next_power_of_two(m)))
-    assert block_n == max(16, min(next_power_of_two(n), 2**15 // block_m))
-    assert block_k == max(16, min(next_power_of_two(k), 2**15 // max(block_m, block_n)))
+    assert block_k == max(16, min(next_power_of_two(k), 512))
+    assert block_n == max(16, min(next_power_of_two(n), 128))
+    assert block_m == min(4096, 2**18 // max(block_k, block_n))
     assert all(t >= 16 and t & (t - 1) == 0 for t in (block_m, block_n, block_k))
-    for block in (block_m * block_n, block_m * block_k, block_k * block_n):
-        assert block <= INTERPRETER_MAX_BLOCK
+    # The gathered tile is the largest block, within Triton's 2**20 limit.
+    assert max(block_m * block_n, block_m * block_k, block_k * block_n) <= 2**18
 
 
 # ---------------------------------------------------------------- depthwise tiles

@@ -484,11 +484,14 @@ def test_tile_rules() -> None:
     assert data_tiles.pick_tiles(9, 200, 8) == (64, 128, 16)
     assert weight_tiles.pick_tiles(6, 25, 784) == (16, 32, 64)
     assert weight_tiles.pick_tiles(200, 2000, 10) == (64, 128, 16)
-    for pick in (data_tiles.pick_tiles, weight_tiles.pick_tiles):
+    assert data_tiles.pick_tiles(196, 6, 400, "interpreter") == (512, 16, 512)
+    assert data_tiles.pick_tiles(4, 300, 9, "interpreter") == (2048, 128, 16)
+    limits = {data_tiles.pick_tiles: 2**18, weight_tiles.pick_tiles: 2**15}
+    for pick, limit in limits.items():
         for m, n, k in ((1, 1, 1), (5000, 3, 70), (7, 5000, 9000)):
             tiles = pick(m, n, k, "interpreter")
             assert min(tiles) >= 16 and all(t & (t - 1) == 0 for t in tiles)
-            assert max(a * b for a, b in itertools.combinations(tiles, 2)) <= 2**15
+            assert max(a * b for a, b in itertools.combinations(tiles, 2)) <= limit <= 2**20
         with pytest.raises(ValueError, match="must be >= 1"):
             pick(0, 1, 1)
 

@@ -634,5 +634,9 @@ def test_end_to_end_matches_the_reference(tmp_path: Path) -> None:
 
 def test_block_limits() -> None:
     """Every block the tiles emit is within Triton's limit."""
-    assert pool_tiles.window_tiles()[0] * pool_tiles.window_tiles()[1] <= 2**20
+    for profile in ("gpu", "interpreter"):
+        assert math.prod(pool_tiles.window_tiles(profile)) <= 2**20
+    assert pool_tiles.window_tiles("interpreter")[0] > pool_tiles.window_tiles()[0]
+    with pytest.raises(ValueError, match="unknown tile profile"):
+        pool_tiles.window_tiles("cpu")
     assert math.prod(pool_tiles.global_tiles(10**6)) <= 2**20

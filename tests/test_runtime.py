@@ -410,7 +410,13 @@ def test_interpreter_environment() -> None:
         {"PATH": "/bin", "TRITON_INTERPRET": "0", "TRITON_DEFAULT_FP_FUSION": "0"}
     )
     # Interpreting is the point of the worker; the user's fp-fusion choice stands.
-    assert env == {"PATH": "/bin", "TRITON_INTERPRET": "1", "TRITON_DEFAULT_FP_FUSION": "0"}
+    assert env == {
+        "PATH": "/bin",
+        "TRITON_INTERPRET": "1",
+        "TRITON_DEFAULT_FP_FUSION": "0",
+        **triton_settings.INTERPRETER_MALLOC,
+    }
+    assert triton_settings.interpreter_environment({"MALLOC_TOP_PAD_": "0"})["MALLOC_TOP_PAD_"] == "0"
     assert triton_settings.interpreter_environment({})["TRITON_DEFAULT_FP_FUSION"] == "1"
     assert triton_settings.interpreter_is_on(env)
     assert not triton_settings.interpreter_is_on({})

@@ -21,7 +21,8 @@
 // One convolution of each algorithm (YOLOv8n-like shapes at 64x64), then the
 // interpreter rules at their boundaries.
 // gemm M 1024 / N 16 / K 32: gpu [128, 64, 16]; interpreter [1024, 16, 32].
-// implicit-gemm M 256 / N 32 / K 144: gpu [128, 32, 32]; interpreter [256, 32, 128].
+// implicit-gemm M 256 / N 32 / K 144: gpu [128, 32, 32]; interpreter [1024, 32, 256]
+// (a 2**18-element gather of 256 columns; the tile spans images).
 // depthwise M 256 / C 32 / taps 9: gpu [128, 32, 1]; interpreter [256, 8, 16]
 // (2**15 / (256 * 16) = 8 channels).
 // GPU-LABEL:    func.func @one_of_each
@@ -30,7 +31,7 @@
 // GPU:            algorithm depthwise tiles [128, 32, 1] : (tensor<?x32x16x16xf32>
 // INTERP-LABEL: func.func @one_of_each
 // INTERP:         algorithm gemm tiles [1024, 16, 32] : (tensor<?x32x32x32xf32>
-// INTERP:         algorithm "implicit-gemm" tiles [256, 32, 128] : (tensor<?x16x32x32xf32>
+// INTERP:         algorithm "implicit-gemm" tiles [1024, 32, 256] : (tensor<?x16x32x32xf32>
 // INTERP:         algorithm depthwise tiles [256, 8, 16] : (tensor<?x32x16x16xf32>
 func.func @one_of_each(%a: tensor<?x32x32x32xf32>, %b: tensor<?x16x32x32xf32>, %c: tensor<?x32x16x16xf32>) -> (tensor<?x16x32x32xf32>, tensor<?x32x16x16xf32>, tensor<?x32x16x16xf32>) {
   %w1 = graph.param "w1" : tensor<16x32x1x1xf32>
@@ -44,16 +45,17 @@ func.func @one_of_each(%a: tensor<?x32x32x32xf32>, %b: tensor<?x16x32x32xf32>, %
 
 // Interpreter boundaries. gemm: M 127 -> 128 and M 128 -> 128 rows; N 17 -> 32;
 // M 8192 capped at 2048, which caps N and K at 2**15 / 2048 = 16.
-// implicit-gemm: K 127 -> 128, K 128 -> 128, K 129 -> 256; the 2x2 image's M 4
-// -> 16; N 256 with M 16 takes K up to 2**15 / 256 = 128 (of 2304).
+// implicit-gemm (the gather BLOCK_M x BLOCK_K fills 2**18 elements, whatever one
+// image's M): K 127 -> 128, K 128 -> 128 (2048 rows), K 129 -> 256 (1024 rows);
+// K 2304 caps at 512 and N 256 at 128 (512 rows).
 // INTERP-LABEL: func.func @interpreter_boundaries
 // INTERP:         algorithm gemm tiles [128, 16, 16] : (tensor<?x16x127x1xf32>
 // INTERP:         algorithm gemm tiles [128, 32, 16] : (tensor<?x16x128x1xf32>
 // INTERP:         algorithm gemm tiles [2048, 16, 16] : (tensor<?x128x8192x1xf32>
-// INTERP:         algorithm "implicit-gemm" tiles [16, 16, 128] : (tensor<?x127x4x1xf32>
-// INTERP:         algorithm "implicit-gemm" tiles [16, 16, 128] : (tensor<?x128x4x1xf32>
-// INTERP:         algorithm "implicit-gemm" tiles [16, 16, 256] : (tensor<?x129x4x1xf32>
-// INTERP:         algorithm "implicit-gemm" tiles [16, 256, 128] : (tensor<?x256x2x2xf32>
+// INTERP:         algorithm "implicit-gemm" tiles [2048, 16, 128] : (tensor<?x127x4x1xf32>
+// INTERP:         algorithm "implicit-gemm" tiles [2048, 16, 128] : (tensor<?x128x4x1xf32>
+// INTERP:         algorithm "implicit-gemm" tiles [1024, 16, 256] : (tensor<?x129x4x1xf32>
+// INTERP:         algorithm "implicit-gemm" tiles [512, 128, 512] : (tensor<?x256x2x2xf32>
 func.func @interpreter_boundaries(%a: tensor<?x16x127x1xf32>, %b: tensor<?x16x128x1xf32>, %c: tensor<?x128x8192x1xf32>, %d: tensor<?x127x4x1xf32>, %e: tensor<?x128x4x1xf32>, %f: tensor<?x129x4x1xf32>, %g: tensor<?x256x2x2xf32>) -> (tensor<?x16x127x1xf32>, tensor<?x17x128x1xf32>, tensor<?x128x8192x1xf32>, tensor<?x16x4x1xf32>, tensor<?x16x4x1xf32>, tensor<?x16x4x1xf32>, tensor<?x256x2x2xf32>) {
   %wa = graph.param "wa" : tensor<16x16x1x1xf32>
   %wb = graph.param "wb" : tensor<17x16x1x1xf32>

@@ -33,6 +33,21 @@ interpreter's temporaries fall out of the CPU caches), so a program with
 INTERPRETER_MAX_ROWS = 2048
 """The ``interpreter`` profile's largest tile along output positions:
 `INTERPRETER_MAX_BLOCK` over the 16 columns of the narrowest GEMM tile."""
+INTERPRETER_MAX_GATHER = 2**18
+"""The ``interpreter`` profile's largest gathered operand tile of an implicit
+GEMM (``BLOCK_M x BLOCK_K``, the convolution's patch or gradient gather). The
+gather's index arithmetic costs per element and its op count per K step, so
+one 512x512 step beats sixteen 256x128 ones (the input gradient of LeNet's
+second convolution at batch 32: about 0.35 s against 0.8 s); past 2**18 the
+temporaries stop paying for themselves."""
+INTERPRETER_MAX_GATHER_K = 512
+"""The ``interpreter`` profile's largest ``BLOCK_K`` of a gathered GEMM."""
+INTERPRETER_MAX_GATHER_ROWS = 4096
+"""The ``interpreter`` profile's largest ``BLOCK_M`` of a gathered GEMM."""
+GEMM_MIN_BLOCK = 16
+"""Smallest tile edge: ``tl.dot`` on a GPU needs 16x16 tiles (and K >= 8)."""
+GEMM_MAX_BLOCK_N = 128
+"""Largest ``BLOCK_N`` of a convolution GEMM tile."""
 
 
 def next_power_of_two(value: int) -> int:
@@ -52,6 +67,26 @@ def check_profile(profile: str) -> TileProfile:
     if profile == "interpreter":
         return "interpreter"
     raise ValueError(f"unknown tile profile '{profile}' (valid: {', '.join(TILE_PROFILES)})")
+
+
+def interpreter_gather_tiles(n: int, k: int) -> tuple[int, int, int]:
+    """``(BLOCK_M, BLOCK_N, BLOCK_K)`` of the ``interpreter`` profile for an
+    implicit GEMM that gathers its ``[BLOCK_M, BLOCK_K]`` operand (the forward
+    convolution and its input gradient), with ``n`` columns and a reduction of
+    ``k``: ``BLOCK_K`` is ``k`` rounded up to a power of two, clamped to
+    16..512; ``BLOCK_N`` is ``n`` rounded up, clamped to 16..128; ``BLOCK_M``
+    fills ``BLOCK_M x max(BLOCK_K, BLOCK_N) = 2**18`` elements
+    (`INTERPRETER_MAX_GATHER`), clamped to 16..4096. The batch is unknown when
+    tiles are chosen, so ``BLOCK_M`` does not depend on one image's positions:
+    a tile spans images where an image is smaller. These need not fit a GPU."""
+    block_k = clamp(next_power_of_two(k), GEMM_MIN_BLOCK, INTERPRETER_MAX_GATHER_K)
+    block_n = clamp(next_power_of_two(n), GEMM_MIN_BLOCK, GEMM_MAX_BLOCK_N)
+    block_m = clamp(
+        INTERPRETER_MAX_GATHER // max(block_k, block_n),
+        GEMM_MIN_BLOCK,
+        INTERPRETER_MAX_GATHER_ROWS,
+    )
+    return block_m, block_n, block_k
 
 
 def is_depthwise(in_channels: int, out_channels: int, groups: int) -> bool:

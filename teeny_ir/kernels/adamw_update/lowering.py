@@ -11,9 +11,9 @@ import math
 from dialects.graph.optim import AdamwUpdateOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.kernels.adamw_update.contract import HYPER, MAX_I32
-from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type
+from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type, tile_profile
 from teeny_ir.kernels.sgd_update.lowering import literal
-from teeny_ir.kernels.sgd_update.tiles import BLOCK, NUM_STAGES, NUM_WARPS
+from teeny_ir.kernels.sgd_update.tiles import NUM_STAGES, NUM_WARPS, update_block
 
 
 def _ln(beta: float) -> float:
@@ -59,7 +59,7 @@ def lower_adamw_update(op: AdamwUpdateOp) -> LaunchOp:
         "adamw_update",
         [op.param, op.grad, op.exp_avg, op.exp_avg_sq, op.step],
         [tensor_type(result) for result in op.results],
-        {"BLOCK": BLOCK},
+        {"BLOCK": update_block(numel, tile_profile())},
         [ParamSlot("hyper", (len(HYPER),), literal(hyper_values(op)))],
         args,
         ["1", "1", "1"],

@@ -4,11 +4,10 @@ that the family's lowering asks, so the tests can pin the rules."""
 from __future__ import annotations
 
 from teeny_ir.kernels.conv_algorithms import (
-    INTERPRETER_MAX_BLOCK,
-    INTERPRETER_MAX_ROWS,
     TileProfile,
     check_profile,
     clamp,
+    interpreter_gather_tiles,
     next_power_of_two,
 )
 
@@ -33,21 +32,14 @@ def pick_tiles(m: int, n: int, k: int, profile: TileProfile = "gpu") -> tuple[in
     ``k >= 128``, else 16. The largest tiles (128x128x32, 2 stages) buffer 64
     KiB of fp32 operands, inside sm_80's and sm_90's shared memory.
 
-    ``interpreter``: ``BLOCK_M`` is ``m`` rounded up, clamped to 16..2048;
-    ``BLOCK_N`` is ``n`` rounded up, clamped to 16..``2**15 // BLOCK_M``;
-    ``BLOCK_K`` is ``k`` rounded up, clamped to 16..``2**15 // max(BLOCK_M,
-    BLOCK_N)``: no block above 2**15 elements. These need not fit a GPU.
+    ``interpreter``: `interpreter_gather_tiles` (``m`` does not matter: a tile
+    spans images). These need not fit a GPU.
     """
     for name, value in (("m", m), ("n", n), ("k", k)):
         if value < 1:
             raise ValueError(f"backward-data extent {name} must be >= 1, got {value}")
     if check_profile(profile) == "interpreter":
-        block_m = clamp(next_power_of_two(m), MIN_BLOCK, INTERPRETER_MAX_ROWS)
-        block_n = clamp(next_power_of_two(n), MIN_BLOCK, INTERPRETER_MAX_BLOCK // block_m)
-        block_k = clamp(
-            next_power_of_two(k), MIN_BLOCK, INTERPRETER_MAX_BLOCK // max(block_m, block_n)
-        )
-        return block_m, block_n, block_k
+        return interpreter_gather_tiles(n, k)
     block_m = 128 if m >= 128 else 64
     block_n = clamp(next_power_of_two(n), MIN_BLOCK, MAX_BLOCK_N)
     block_k = 32 if k >= 128 else 16

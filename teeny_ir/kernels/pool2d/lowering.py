@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from dialects.graph.pool import AvgPool2dOp, GlobalAvgPool2dOp, MaxPool2dOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import batch_stride_expr, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+    tile_profile,
+)
 from teeny_ir.kernels.pool2d.tiles import global_tiles, launch_config, window_tiles
 
 _NO_WINDOW: dict[str, int] = {
@@ -60,7 +66,7 @@ def _launch(
 
 def _window(op: MaxPool2dOp | AvgPool2dOp, is_max: bool, count_pad: bool) -> dict[str, int | str]:
     top, left, bottom, right = op.padding
-    block, block_hw = window_tiles()
+    block, block_hw = window_tiles(tile_profile())
     return {
         "GLOBAL": 0,
         "IS_MAX": int(is_max),

@@ -13,7 +13,7 @@ from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import Derivation, f32_bits, f32_from_bits
 from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type, tile_profile
 from teeny_ir.kernels.sgd_update.contract import HYPER, MAX_I32
-from teeny_ir.kernels.sgd_update.tiles import BLOCK, INTERPRETER_BLOCK, NUM_STAGES, NUM_WARPS
+from teeny_ir.kernels.sgd_update.tiles import NUM_STAGES, NUM_WARPS, update_block
 
 
 def literal(values: tuple[float, ...]) -> Derivation:
@@ -27,7 +27,7 @@ def literal(values: tuple[float, ...]) -> Derivation:
 def lower_sgd_update(op: SgdUpdateOp) -> LaunchOp:
     """One launch of ``cdiv(N, BLOCK)`` programs; results: param', then buf'."""
     numel = math.prod(tensor_type(op.param).get_shape())
-    block = INTERPRETER_BLOCK if tile_profile() == "interpreter" else BLOCK
+    block = update_block(numel, tile_profile())
     if numel > MAX_I32:
         raise Unlowerable(f"{numel} elements exceed the kernel's 32-bit limit")
     has_momentum = op.momentum_buffer is not None
