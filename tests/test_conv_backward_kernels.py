@@ -485,8 +485,12 @@ def test_tile_rules() -> None:
     assert weight_tiles.pick_tiles(6, 25, 784) == (16, 32, 64)
     assert weight_tiles.pick_tiles(200, 2000, 10) == (64, 128, 16)
     assert data_tiles.pick_tiles(196, 6, 400, "interpreter") == (512, 16, 512)
+    # LeNet's weight gradients: conv1, conv2, fc1 (a 1x1 convolution).
+    assert weight_tiles.pick_tiles(6, 25, 784, "interpreter") == (16, 32, 8192)
+    assert weight_tiles.pick_tiles(16, 150, 100, "interpreter") == (16, 256, 1024)
+    assert weight_tiles.pick_tiles(120, 400, 1, "interpreter") == (128, 512, 64)
     assert data_tiles.pick_tiles(4, 300, 9, "interpreter") == (2048, 128, 16)
-    limits = {data_tiles.pick_tiles: 2**18, weight_tiles.pick_tiles: 2**15}
+    limits = {data_tiles.pick_tiles: 2**18, weight_tiles.pick_tiles: 2**18}
     for pick, limit in limits.items():
         for m, n, k in ((1, 1, 1), (5000, 3, 70), (7, 5000, 9000)):
             tiles = pick(m, n, k, "interpreter")

@@ -277,7 +277,7 @@ def mutants() -> dict[str, Any]:
     input's images."""
     rng = np.random.default_rng(8)
     row_only = ("x + offsets, mask=mask,", "x + offsets, mask=row_mask[:, None],")
-    contiguous = ("x_image += x_batch_stride", "x_image += OUTER * R * INNER")
+    contiguous = ("column = rb * x_batch_stride", "column = rb * (OUTER * R * INNER)")
     found = {
         "softmax-no-load-mask": (
             kernel_case("softmax axis 2", (3, 4, 10), rng, blocks=(2, 4)),
@@ -399,6 +399,30 @@ def test_row_tiles(extent: int, blocks: tuple[int, int]) -> None:
     assert tiles.row_tiles(extent) == blocks
     assert math.prod(blocks) <= 2**20
     assert tiles.launch_config() == (4, 1)
+    for batch in (False, True):
+        assert tiles.reduce_tiles(5, extent, batch) == blocks
+
+
+@pytest.mark.parametrize(
+    ("rows", "extent", "batch", "blocks"),
+    [
+        # LeNet's bias gradients: fc1 ([B, 120] over the batch), conv1 ([B, 6, 28, 28]).
+        (120, 1, True, (128, 256)),
+        (6, 784, True, (8, 4096)),
+        (1, 1, True, (1, 2**14)),
+        (5000, 3, True, (1024, 32)),
+        (7, 1000, False, (32, 1024)),
+        (7, 10**6, False, (2, 2**14)),
+        (7, 1, False, (2**15, 1)),
+    ],
+)
+def test_interpreter_reduce_tiles(
+    rows: int, extent: int, batch: bool, blocks: tuple[int, int]
+) -> None:
+    assert tiles.reduce_tiles(rows, extent, batch, "interpreter") == blocks
+    assert all(b & (b - 1) == 0 for b in blocks) and math.prod(blocks) <= 2**15
+    with pytest.raises(ValueError, match="must be >= 1"):
+        tiles.reduce_tiles(0, extent, batch, "interpreter")
 
 
 def test_lowered_dims() -> None:

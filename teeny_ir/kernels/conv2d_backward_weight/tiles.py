@@ -4,7 +4,7 @@ functions that the family's lowering asks, so the tests can pin the rules."""
 from __future__ import annotations
 
 from teeny_ir.kernels.conv_algorithms import (
-    INTERPRETER_MAX_BLOCK,
+    INTERPRETER_MAX_GATHER,
     TileProfile,
     check_profile,
     clamp,
@@ -19,6 +19,13 @@ MAX_BLOCK_N = 128
 """Largest ``BLOCK_N`` (weight columns per program) of the ``gpu`` profile."""
 INTERPRETER_MAX_M = 128
 """Largest ``BLOCK_M`` of the ``interpreter`` profile."""
+INTERPRETER_MAX_N = 512
+"""Largest ``BLOCK_N`` of the ``interpreter`` profile."""
+INTERPRETER_IMAGES = 64
+"""Images whose positions one ``interpreter`` K step covers at most: the K loop
+runs over the batch's positions, and a training batch is rarely above 64
+(LeNet's first convolution at batch 32: 4 steps of 8192 instead of 25 of
+1024)."""
 NUM_STAGES = 2
 """Two stages double-buffer the K loop."""
 
@@ -37,18 +44,22 @@ def pick_tiles(m: int, n: int, k: int, profile: TileProfile = "gpu") -> tuple[in
     buffer 96 KiB of fp32 operands, inside sm_80's and sm_90's shared memory.
 
     ``interpreter``: ``BLOCK_M`` is ``m`` rounded up, clamped to 16..128;
-    ``BLOCK_N`` is ``n`` rounded up, clamped to 16..``2**15 // BLOCK_M``;
-    ``BLOCK_K`` is ``k`` rounded up, clamped to 16..``2**15 // max(BLOCK_M,
-    BLOCK_N)``: no block above 2**15 elements. These need not fit a GPU.
+    ``BLOCK_N`` is ``n`` rounded up, clamped to 16..512; ``BLOCK_K`` spans up to
+    64 images' positions (``k`` rounded up, times 64: the reduction runs over
+    the batch too) but keeps the gathered input tile ``BLOCK_K x max(BLOCK_M,
+    BLOCK_N)`` within 2**18 elements (`INTERPRETER_MAX_GATHER`). These need
+    not fit a GPU.
     """
     for name, value in (("m", m), ("n", n), ("k", k)):
         if value < 1:
             raise ValueError(f"backward-weight extent {name} must be >= 1, got {value}")
     if check_profile(profile) == "interpreter":
         block_m = clamp(next_power_of_two(m), MIN_BLOCK, INTERPRETER_MAX_M)
-        block_n = clamp(next_power_of_two(n), MIN_BLOCK, INTERPRETER_MAX_BLOCK // block_m)
+        block_n = clamp(next_power_of_two(n), MIN_BLOCK, INTERPRETER_MAX_N)
         block_k = clamp(
-            next_power_of_two(k), MIN_BLOCK, INTERPRETER_MAX_BLOCK // max(block_m, block_n)
+            next_power_of_two(k) * INTERPRETER_IMAGES,
+            MIN_BLOCK,
+            INTERPRETER_MAX_GATHER // max(block_m, block_n),
         )
         return block_m, block_n, block_k
     block_m = clamp(next_power_of_two(m), MIN_BLOCK, MAX_BLOCK_M)

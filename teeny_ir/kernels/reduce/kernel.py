@@ -43,20 +43,23 @@ def reduce(
     nan = tl.zeros((BLOCK_ROWS, BLOCK_R), dtype=tl.int32)
     pos = tl.zeros((BLOCK_ROWS, BLOCK_R), dtype=tl.int32)
     neg = tl.zeros((BLOCK_ROWS, BLOCK_R), dtype=tl.int32)
-    for _ in range(0, RB):
-        for start in range(0, R, BLOCK_R):
-            r = start + tl.arange(0, BLOCK_R)
-            mask = row_mask[:, None] & (r < R)[None, :]
-            offsets = x_image[:, None] + r.to(tl.int64)[None, :] * INNER
-            v = tl.load(x + offsets, mask=mask, other=0.0)
-            is_nan = v != v
-            is_pos = v == float("inf")
-            is_neg = v == float("-inf")
-            nan = tl.maximum(nan, is_nan.to(tl.int32))
-            pos = tl.maximum(pos, is_pos.to(tl.int32))
-            neg = tl.maximum(neg, is_neg.to(tl.int32))
-            acc += tl.where(is_nan | is_pos | is_neg, 0.0, v)
-        x_image += x_batch_stride
+    # One loop over the RB * R elements of a row, the images folded into the
+    # chunks: a chunk of a small image spans several images.
+    count = RB.to(tl.int64) * R
+    for start in range(0, count, BLOCK_R):
+        f = start + tl.arange(0, BLOCK_R)
+        rb = f // R
+        column = rb * x_batch_stride + (f - rb * R) * INNER
+        mask = row_mask[:, None] & (f < count)[None, :]
+        offsets = x_image[:, None] + column[None, :]
+        v = tl.load(x + offsets, mask=mask, other=0.0)
+        is_nan = v != v
+        is_pos = v == float("inf")
+        is_neg = v == float("-inf")
+        nan = tl.maximum(nan, is_nan.to(tl.int32))
+        pos = tl.maximum(pos, is_pos.to(tl.int32))
+        neg = tl.maximum(neg, is_neg.to(tl.int32))
+        acc += tl.where(is_nan | is_pos | is_neg, 0.0, v)
     total = tl.sum(acc, axis=1)
     if MEAN:
         total = total / (RB.to(tl.float32) * R.to(tl.float32))

@@ -13,10 +13,16 @@ import math
 
 from dialects.graph.reduce import ReduceMeanOp, ReduceSumOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import Unlowerable, batch_stride_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    Unlowerable,
+    batch_stride_expr,
+    lowers,
+    tensor_type,
+    tile_profile,
+)
 from teeny_ir.kernels.softmax.lowering import rows_expr, view_dims
 from teeny_ir.kernels.softmax.rows import MAX_I32
-from teeny_ir.kernels.softmax.tiles import launch_config, row_tiles
+from teeny_ir.kernels.softmax.tiles import launch_config, reduce_tiles
 
 
 def reduced_run(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[bool, int, int]:
@@ -46,7 +52,13 @@ def _lower(op: ReduceSumOp | ReduceMeanOp, mean: bool) -> LaunchOp:
     y_image = math.prod(out[1:])
     if y_image > MAX_I32:
         raise Unlowerable("a result image of more than 2**31 - 1 elements exceeds the row kernels")
-    block_rows, block_r = row_tiles(int(dict(dims)["R"]))
+    values = dict(dims)
+    block_rows, block_r = reduce_tiles(
+        int(values["OUTER"]) * int(values["INNER"]),
+        int(values["R"]),
+        values["RB"] != "1",
+        tile_profile(),
+    )
     num_warps, num_stages = launch_config()
     args = [
         ("x", "in0"),
