@@ -80,7 +80,7 @@ class Trainer:
         executable = self.executable
         batch = executable.check_inputs(inputs)
         executable.check_batch(batch)
-        self._check_indices(inputs)
+        self.check_indices(inputs)
         params = executable.bind_parameters(self.state)
         tensors = {
             spec.name: array for spec, array in zip(executable.plan.inputs, inputs, strict=True)
@@ -96,7 +96,7 @@ class Trainer:
         self.steps += 1
         return results
 
-    def _check_indices(self, inputs: Sequence[np.ndarray]) -> None:
+    def check_indices(self, inputs: Sequence[np.ndarray]) -> None:
         """Class indices that an input passes straight to a status-checked kernel
         argument (cross-entropy targets) must lie in ``[0, limit)``: checked here,
         before any launch (the kernel's status check stays as the last guard)."""
@@ -135,16 +135,19 @@ class Trainer:
         """Parameters, running statistics and optimizer state by PyTorch's names (copies)."""
         return {name: array.copy() for name, array in self.state.items()}
 
-    def save(self, path: str | os.PathLike[str]) -> None:
+    def save(
+        self, path: str | os.PathLike[str], metadata: Mapping[str, str] | None = None
+    ) -> None:
         """Write `state_dict` to ``path`` as safetensors, atomically (a temporary
-        file in the same directory, then a rename: a reader never sees half a file)."""
+        file in the same directory, then a rename: a reader never sees half a file),
+        with ``metadata`` (string pairs) in its header."""
         from safetensors.numpy import save_file
 
         target = Path(path)
         handle, temp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
         os.close(handle)
         try:
-            save_file(self.state_dict(), temp)
+            save_file(self.state_dict(), temp, metadata=dict(metadata) if metadata else None)
             os.replace(temp, target)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
