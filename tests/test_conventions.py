@@ -120,6 +120,17 @@ def test_every_graph_op_has_a_lowering_or_a_reason(op: type[Operation]) -> None:
     assert not (op in lowering_rules() and op in opt_out_reasons()), op.name
 
 
+def test_every_graph_op_but_two_structural_ones_runs_on_a_kernel() -> None:
+    """Every op has a forward kernel (so every op a VJP rule emits, i.e. every
+    backward, lowers too); only weights and the unfused convolution, which
+    earlier passes rewrite, have none."""
+    from dialects.graph.conv import Conv2dOp
+    from dialects.graph.param import ParamOp
+    from teeny_ir.kernels.lowering import opt_out_reasons
+
+    assert set(opt_out_reasons()) == {ParamOp, Conv2dOp}
+
+
 @pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
 def test_every_graph_op_has_reference_semantics_or_a_reason(op: type[Operation]) -> None:
     from teeny_ir.reference import semantics_for

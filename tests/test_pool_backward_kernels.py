@@ -216,6 +216,8 @@ DILATED = "kernel [3, 3] strides [1, 1] padding [1, 1, 1, 1] dilation [2, 2]"
 DILATED_CEIL = "kernel [3, 2] strides [2, 3] padding [1, 0, 1, 1] dilation [2, 3] ceil_mode"
 PADDING_ONLY = "kernel [2, 2] strides [1, 1] padding [1, 1, 1, 1] dilation [4, 1]"
 """On H = 3: the one row of windows reads rows -1 and 3, both padding."""
+SPPF = "kernel [5, 5] strides [1, 1] padding [2, 2, 2, 2]"
+"""YOLOv8n's SPPF window: 25 taps, each input read by up to 25 windows."""
 LENET_AVG = "kernel [2, 2]"
 AVG_CEIL = "kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] ceil_mode"
 AVG_CEIL_EXCLUDE = "kernel [3, 3] strides [2, 2] padding [1, 1, 1, 1] ceil_mode exclude_pad"
@@ -240,6 +242,8 @@ def all_cases() -> list[Any]:
         ]
     cases += [
         kernel_case("max", DILATED_CEIL, (3, 2, 11, 13), rng),
+        kernel_case("max", SPPF, (3, 3, 7, 6), rng),
+        kernel_case("max", SPPF, (1, 2, 5, 9), rng, data="ties", block=64),
         kernel_case("max", LENET_MAX, (3, 2, 9, 11), rng, data="ties", block=32),
         kernel_case("max", CEIL, (3, 2, 10, 7), rng, data="ties", extra_programs=2),
         kernel_case("max", CEIL, (3, 2, 10, 7), rng, data="nan", dy_nans=3),

@@ -182,3 +182,52 @@ def test_the_plan_names_each_forward_launchs_gradient_launches(tmp_path: Path) -
     )
     with pytest.raises(runtime.PlanError, match="no backward launch"):
         runtime.load(out)
+
+
+def test_yolov8n_training_compiles(tmp_path: Path) -> None:
+    """YOLOv8n's training graph (loss ``sum_i reduce_sum(P_i * r_i)``) lowers whole
+    and emits a training plan under both tile profiles: batch norms in training
+    form, their backward, SiLU, concat/split, upsample and SPPF's pools all have
+    kernels. Every forward launch but the loss's names its gradient launches, and
+    every parameter and BN statistic has its update or running output."""
+    from teeny_ir.frontend.losses import add_weighted_sum_loss
+
+    model = ROOT / "examples" / "yolov8n" / "yolov8n.mlir"
+    module = teeny_ir.parse_module(model.read_text(), filename="yolov8n.mlir")
+    add_weighted_sum_loss(module)
+    text = teeny_ir.print_module(module)
+    for profile in ("interpreter", "gpu"):
+        out = tmp_path / profile
+        pipeline = (
+            f"teeny-training{{optimizer=sgd lr=0.01 momentum=0.9 weight-decay=0.1 "
+            f"profile={profile}}},emit-triton{{out-dir={out}}}"
+        )
+        stderr = io.StringIO()
+        code = opt.run(
+            ["-", "-p", pipeline, "-o", "/dev/null"],
+            io.BytesIO(text.encode()),
+            io.StringIO(),
+            stderr,
+        )
+        assert code == 0, "\n".join(
+            line for line in stderr.getvalue().splitlines() if "error" in line
+        )
+        plan = runtime.load(out).plan
+        families = {k.name: k.family for k in plan.kernels}
+        used = {families[launch.kernel] for launch in plan.launches}
+        assert {"batch_norm_train", "batch_norm_backward", "max_pool2d_backward"} <= used
+        phases = [launch.phase for launch in plan.launches]
+        assert phases.count("update") == 183  # one per parameter (momentum SGD)
+        roles = [role for role, _ in plan.roles]
+        assert roles.count("running") == 2 * 57  # each BN's mean and variance
+        without = [
+            launch for launch in plan.launches if launch.phase == "forward" and not launch.gradients
+        ]
+        # Only launches of the loss itself (weights r_i, sums) may lack a backward.
+        assert all(
+            all(
+                source.op in ("graph.mul", "graph.reduce_sum", "graph.add")
+                for source in launch.sources
+            )
+            for launch in without
+        ), [launch.sources for launch in without]

@@ -13,7 +13,7 @@ import importlib
 
 from teeny_ir.kernels.contract import KernelFamily
 
-FAMILY_PACKAGES = ("elementwise", "conv1x1_gemm", "implicit_gemm_conv", "depthwise_conv", "pool2d", "upsample_nearest2d", "concat", "split", "channel_affine", "transpose", "linear", "matmul", "softmax", "reduce", "cross_entropy", "max_pool2d_backward", "avg_pool2d_backward", "sgd_update", "adamw_update", "conv2d_backward_data", "conv2d_backward_weight", "activation_grad", "softmax_backward", "cross_entropy_backward", "broadcast")
+FAMILY_PACKAGES = ("elementwise", "conv1x1_gemm", "implicit_gemm_conv", "depthwise_conv", "pool2d", "upsample_nearest2d", "concat", "split", "channel_affine", "transpose", "linear", "matmul", "softmax", "reduce", "cross_entropy", "max_pool2d_backward", "avg_pool2d_backward", "sgd_update", "adamw_update", "conv2d_backward_data", "conv2d_backward_weight", "activation_grad", "softmax_backward", "cross_entropy_backward", "broadcast", "batch_norm_train", "batch_norm_backward")
 """Every kernel family, by subpackage name (= family name)."""
 
 

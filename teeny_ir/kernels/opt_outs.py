@@ -8,7 +8,6 @@ line here, so a new op without either is a named test failure.
 from __future__ import annotations
 
 from dialects.graph.conv import Conv2dOp
-from dialects.graph.norm import BatchNormBackwardOp
 from dialects.graph.param import ParamOp
 from teeny_ir.kernels.lowering import no_kernel
 
@@ -18,8 +17,3 @@ no_kernel(
     "(run fuse-conv-bn-act and select-conv-algorithm first)",
     Conv2dOp,
 )
-# Training ops without a kernel family yet: one line each, so the family that
-# takes one over deletes exactly its line. Training graphs run in the reference
-# interpreter (teeny_ir.reference.run) until every op on this list has a kernel.
-_NOT_YET = "no kernel family implements this training op yet (the reference interpreter runs it)"
-no_kernel(_NOT_YET, BatchNormBackwardOp)

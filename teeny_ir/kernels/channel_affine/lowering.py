@@ -6,9 +6,9 @@ shift[c])`` per channel (dimension 1), scale and shift as parameter slots.
   ``bn_shift(gamma, beta, mean, var; eps)``, the derivations the convolution
   fusion uses, and ``ACTIVATION`` its ``activation`` (the epilogue activation
   fuse-conv-bn-act may have folded in). Its statistics and affine weights must
-  be ``graph.param`` ops. A training-form batch norm (the ``training``
-  property) is refused: it normalises with batch statistics, which needs a
-  reduction.
+  be ``graph.param`` ops. The rule is conditional: it takes only the inference
+  form; a training-form batch norm (the ``training`` property) is the
+  ``batch_norm_train`` family's.
 - A ``graph.bias_add`` whose bias is a ``graph.param``: scale ``fill(1.0)``,
   shift ``identity(bias)``, no activation (``ACTIVATION = "none"``). One whose
   bias is an activation stays an ``elementwise`` add
@@ -98,15 +98,14 @@ def _weight(value: SSAValue, role: str) -> str:
     return owner.param_name.data
 
 
-@lowers(BatchNormOp)
+def inference(op: Operation) -> bool:
+    """A ``graph.batch_norm`` in inference form (running statistics)."""
+    return isinstance(op, BatchNormOp) and not op.training
+
+
+@lowers(BatchNormOp, when=inference)
 def lower_batch_norm(op: BatchNormOp) -> LaunchOp:
     """An inference batch norm as ``act(x * bn_scale + bn_shift)``."""
-    if op.training:
-        raise Unlowerable(
-            "a training-form batch norm normalises with batch statistics, which need a "
-            "reduction over every dimension but 1 (no kernel family computes one yet); "
-            "the channel_affine family runs only an inference batch norm (running statistics)"
-        )
     gamma = _weight(op.gamma, "gamma")
     beta = _weight(op.beta, "beta")
     mean = _weight(op.running_mean, "running mean")
