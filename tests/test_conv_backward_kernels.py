@@ -523,6 +523,8 @@ def _largest_gpu_variant(op: str) -> tuple[dict[str, int | str], int, int]:
         block_m, block_n, block_k = weight_tiles.pick_tiles(512, 4096, 4096)
         num_warps, num_stages = weight_tiles.launch_config(block_m, block_n)
     constexprs: dict[str, int | str] = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}
+    if op == "data":  # the general stride path (the unit-stride one is a subset of it)
+        constexprs["UNIT_STRIDE"] = 0
     return constexprs, num_warps, num_stages
 
 
@@ -535,7 +537,7 @@ def test_compiles_ahead_of_time(op: str, arch: int, tmp_path: Path, triton_cache
     family = FAMILIES[f"conv2d_backward_{op}"]
     constexprs, num_warps, num_stages = _largest_gpu_variant(op)
     assert constexprs == (
-        {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32}
+        {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "UNIT_STRIDE": 0}
         if op == "data"
         else {"BLOCK_M": 64, "BLOCK_N": 128, "BLOCK_K": 64}
     )

@@ -75,6 +75,7 @@ FAMILY = KernelFamily(
         Constexpr("BLOCK_M", "int", power_of_two=True, minimum=16),
         Constexpr("BLOCK_N", "int", power_of_two=True, minimum=16),
         Constexpr("BLOCK_K", "int", power_of_two=True, minimum=16),
+        Constexpr("UNIT_STRIDE", "bool"),
     ),
     grid=(
         GridAxis(

@@ -13,7 +13,10 @@ C_OUT / GROUPS + o, i, j]`` with ``i * STRIDE_H = h + PAD_T - p * DIL_H`` and
 a multiple of the stride, or whose quotient falls past ``OH``/``OW`` reads 0
 (the quotient is taken of a non-negative numerator, then checked by
 multiplying back, so the mask is exact for any stride, and the quotient is in
-``[0, OH) x [0, OW)`` whenever the load is unmasked, whatever the geometry). ``B[k, n] = w[g *
+``[0, OH) x [0, OW)`` whenever the load is unmasked, whatever the geometry;
+``UNIT_STRIDE``, set by the lowering when both strides are 1, skips the
+quotient: the numerator is the output position, in range where the mask
+holds, so the same addresses are read with fewer ops). ``B[k, n] = w[g *
 C_OUT / GROUPS + o, n, p, q]``. ``acc[BLOCK_M, BLOCK_N] += A @ B`` is a
 ``tl.dot`` in a fixed K order: the result is deterministic.
 
@@ -56,6 +59,7 @@ def conv2d_backward_data(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
+    UNIT_STRIDE: tl.constexpr,
 ):
     pid = tl.program_id(0)
     group_in = C_IN // GROUPS
@@ -96,10 +100,15 @@ def conv2d_backward_data(
         tap = k % taps
         num_h = top[:, None] - (tap // KW * DIL_H)[None, :]
         num_w = left[:, None] - (tap % KW * DIL_W)[None, :]
-        out_h = tl.maximum(num_h, 0) // stride_h
-        out_w = tl.maximum(num_w, 0) // stride_w
-        hit = (num_h >= 0) & (out_h * stride_h == num_h) & (out_h < OH)
-        hit = hit & (num_w >= 0) & (out_w * stride_w == num_w) & (out_w < OW)
+        if UNIT_STRIDE:  # every tap hits an output position: no quotient to check
+            out_h = num_h
+            out_w = num_w
+            hit = (num_h >= 0) & (num_h < OH) & (num_w >= 0) & (num_w < OW)
+        else:
+            out_h = tl.maximum(num_h, 0) // stride_h
+            out_w = tl.maximum(num_w, 0) // stride_w
+            hit = (num_h >= 0) & (out_h * stride_h == num_h) & (out_h < OH)
+            hit = hit & (num_w >= 0) & (out_w * stride_w == num_w) & (out_w < OW)
         # Gradient tile [BLOCK_M, BLOCK_K]: output (o, i, j) that tap k of input m feeds.
         a = tl.load(
             dy_rows[:, None] + (o[None, :] * OH + out_h) * OW + out_w,

@@ -50,7 +50,12 @@ def lower_conv2d_backward_data(op: Conv2dBackwardDataOp) -> LaunchOp:
         "conv2d_backward_data",
         [op.grad, op.weight],
         [tensor_type(op.result)],
-        {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k},
+        {
+            "BLOCK_M": block_m,
+            "BLOCK_N": block_n,
+            "BLOCK_K": block_k,
+            "UNIT_STRIDE": int(tuple(op.strides) == (1, 1)),
+        },
         [],
         args,
         grid,
