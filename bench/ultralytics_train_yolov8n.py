@@ -231,3 +231,7 @@ def compiled_step(
                 f"first step (worker start included) {time.perf_counter() - start:.1f} s; loss {loss:.6f}"
             )
             return trainer.state_dict()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
