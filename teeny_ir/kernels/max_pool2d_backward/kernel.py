@@ -83,12 +83,14 @@ def max_pool2d_backward(
     p0 = ((t_h // GH) * IH) % RH
     q0 = ((t_w // GW) * IW) % RW
     g_ok = mask & (t_h % GH == 0) & (t_w % GW == 0)
-    for j in tl.static_range((KH + RH - 1) // RH):
+    # The windows loop at run time (an unrolled 5x5 stride-1 window nest is 625
+    # inlined taps, which ptxas takes minutes over); the taps inside unroll.
+    for j in range((KH + RH - 1) // RH):
         p = p0 + j * RH
         top = t_h - p * DH  # the start row (padded) of the window reading h at tap p
         oh = tl.maximum(top, 0) // SH
         row_ok = g_ok & (p < KH) & (top >= 0) & (oh < OH)
-        for k in tl.static_range((KW + RW - 1) // RW):
+        for k in range((KW + RW - 1) // RW):
             q = q0 + k * RW
             left = t_w - q * DW
             ow = tl.maximum(left, 0) // SW
