@@ -22,3 +22,6 @@ config.suffixes = [".mlir"]
 config.excludes = ["Inputs", "Output"]
 config.test_source_root = _here
 config.test_format = inprocess.InProcessShTest(_tool_dirs)
+
+# Compiled variants go to a cache of the lit run's own, never the user's.
+os.environ.setdefault("TEENY_CACHE_DIR", os.path.join(_here, "Output", "teeny-cache"))

@@ -24,6 +24,7 @@ its limits live in one place. The IR is not changed.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import json
 import os
@@ -33,7 +34,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import DYNAMIC_INDEX, Float32Type, ModuleOp, StringAttr, TensorType, i64
@@ -52,6 +53,7 @@ from dialects.kernel import (
     is_strided,
     symbolic_shape,
 )
+from teeny_ir.backend import memory as memory_plan
 from teeny_ir.backend.plan import (
     FORMAT,
     SCHEMA,
@@ -74,6 +76,9 @@ from teeny_ir.core.expressions import ExpressionError, format_expr, parse
 from teeny_ir.kernels.contract import POINTER_KINDS, KernelFamily
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import RenderError, render
+
+if TYPE_CHECKING:
+    from teeny_ir.backend import aot
 
 _REFERENCE = re.compile(r"(in|out)([0-9]+)|param\.([A-Za-z_][A-Za-z0-9_]*)")
 _EMITTED_FILE = re.compile(r"[a-z0-9_]+_[0-9]+\.(py|sm[0-9]+(\.w[0-9]+s[0-9]+)?\.cubin)")
@@ -114,6 +119,8 @@ class _Collected:
     )
     """(plan section, index) -> the op that entry comes from, to locate schema errors."""
     returned: Operation | None = None
+    memory: str = "best"
+    """The memory plan's strategy (`teeny_ir.backend.memory.CHOICES`)."""
 
 
 _ALLOWED = (WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp, ReturnOp)
@@ -333,6 +340,9 @@ def _launch(op: LaunchOp, plan: _Collected, names: _Names) -> LaunchSpec:
     )
 
 
+MEMORY_OPTIONS = {"planned": "best", "naive": "naive"}
+"""emit-triton's ``memory`` option -> the strategy of `teeny_ir.backend.memory`."""
+
 PHASE_OF = {"teeny.backward": "backward", "teeny.update": "update"}
 """The launch attributes of the training passes -> the plan's launch phase."""
 
@@ -371,7 +381,7 @@ def _draft(forward: FuncOp, plan: _Collected) -> Plan:
         KernelSpec(v.name, v.family.name, f"kernels/{v.name}.py", v.constexprs, "0" * 64)
         for v in plan.variants.values()
     )
-    return Plan(
+    draft = Plan(
         forward.sym_name.data,
         tuple(plan.inputs),
         tuple(plan.weights),
@@ -383,6 +393,10 @@ def _draft(forward: FuncOp, plan: _Collected) -> Plan:
         tuple(plan.views),
         tuple(plan.roles),
     )
+    try:  # the one planner (teeny_ir.backend.memory), as plan-memory runs it
+        return memory_plan.with_memory(draft, plan.memory)
+    except memory_plan.MemoryPlanError as err:
+        raise _error(f"emit-triton: the memory plan: {err}", forward) from None
 
 
 def _check_schema(forward: FuncOp, plan: _Collected) -> None:
@@ -472,21 +486,36 @@ def _preview(text: str) -> str:
     return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
 
 
+@dataclass(frozen=True)
+class _KernelOptions:
+    """The ``jobs`` and ``cache`` options of the emit-triton pass running now."""
+
+    jobs: int = 0
+    cache: bool = True
+
+
+_KERNEL_OPTIONS: contextvars.ContextVar[_KernelOptions] = contextvars.ContextVar(
+    "emit_triton_kernel_options",
+    default=_KernelOptions(),  # noqa: B039 - frozen
+)
+"""Set by each `EmitTritonPass.apply`, read by `_write_kernels`."""
+
+
 def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) -> list[KernelSpec]:
     """Render (and with ``archs`` compile) every variant into ``directory/kernels``."""
     kernels_dir = directory / "kernels"
     kernels_dir.mkdir()
+    texts: dict[str, str] = {}
+    for variant in plan.variants.values():
+        try:
+            texts[variant.name] = render(variant.family, variant.name, variant.constexprs)
+        except RenderError as err:
+            raise _error(f"kernel variant '{variant.name}': {err}", variant.first_use) from None
+        (kernels_dir / f"{variant.name}.py").write_text(texts[variant.name], encoding="utf-8")
+    compiled = _compile_variants(kernels_dir, plan, archs, texts)
     specs: list[KernelSpec] = []
     for variant in plan.variants.values():
         source = kernels_dir / f"{variant.name}.py"
-        try:
-            text = render(variant.family, variant.name, variant.constexprs)
-        except RenderError as err:
-            raise _error(f"kernel variant '{variant.name}': {err}", variant.first_use) from None
-        source.write_text(text, encoding="utf-8")
-        compiled = [
-            _compile(source, variant, arch, config) for arch in archs for config in variant.configs
-        ]
         specs.append(
             KernelSpec(
                 variant.name,
@@ -494,25 +523,79 @@ def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) ->
                 f"kernels/{source.name}",
                 variant.constexprs,
                 sha256_of(source),
-                tuple(compiled),
+                tuple(
+                    _write_cubin(
+                        source, variant, arch, config, compiled[variant.name, arch, config]
+                    )
+                    for arch in archs
+                    for config in variant.configs
+                ),
             )
         )
     shutil.rmtree(kernels_dir / "__pycache__", ignore_errors=True)  # left by AOT's import
     return specs
 
 
-def _compile(source: Path, variant: _Variant, arch: int, config: tuple[int, int]) -> CompiledSpec:
-    from teeny_ir.backend import aot
+def _compile_variants(
+    kernels_dir: Path, plan: _Collected, archs: tuple[int, ...], texts: dict[str, str]
+) -> dict[tuple[str, int, tuple[int, int]], aot.CompiledVariant]:
+    """Every (variant, arch, launch config) compiled: from the compile cache
+    where it holds them, the rest in parallel processes (`aot.compile_all`),
+    stored in the cache; each checked against its arch's shared memory."""
+    from teeny_ir.backend import aot, cache
 
-    num_warps, num_stages = config
+    options = _KERNEL_OPTIONS.get()
+    use_cache = options.cache and cache.enabled() and bool(archs)
+    root = cache.cache_dir() if use_cache else None
+    found: dict[tuple[str, int, tuple[int, int]], aot.CompiledVariant] = {}
+    missing: list[tuple[_Variant, int, tuple[int, int], str]] = []
+    for variant in plan.variants.values():
+        for arch in archs:
+            for config in variant.configs:
+                key = ""
+                if root is not None:
+                    key = cache.variant_key(
+                        texts[variant.name], variant.name, variant.family, variant.constexprs,
+                        arch, *config,
+                    )  # fmt: skip
+                    hit = cache.lookup(key, root)
+                    if hit is not None and cache.is_for(hit, variant.name, arch, *config):
+                        found[variant.name, arch, config] = hit
+                        continue
+                missing.append((variant, arch, config, key))
+    jobs = [
+        aot.Job(kernels_dir / f"{v.name}.py", v.name, v.family, v.constexprs, arch, *config)
+        for v, arch, config, _ in missing
+    ]
     try:
-        result = aot.compile_variant(
-            source, variant.name, variant.family, variant.constexprs, arch, num_warps, num_stages
-        )
-        aot.check_shared(result)
-    except aot.AotError as err:
+        results = aot.compile_all(jobs, options.jobs)
+    except aot.JobError as err:
+        variant, arch = missing[err.index][:2]
         message = f"kernel variant '{variant.name}' for sm_{arch}: {err}"
         raise _error(message, variant.first_use) from None
+    for (variant, arch, config, key), result in zip(missing, results, strict=True):
+        found[variant.name, arch, config] = result
+        if root is not None and cache.is_for(result, variant.name, arch, *config):
+            cache.store(key, result, root)
+    for variant in plan.variants.values():
+        for arch in archs:
+            for config in variant.configs:
+                try:
+                    aot.check_shared(found[variant.name, arch, config])
+                except aot.AotError as err:
+                    message = f"kernel variant '{variant.name}' for sm_{arch}: {err}"
+                    raise _error(message, variant.first_use) from None
+    return found
+
+
+def _write_cubin(
+    source: Path,
+    variant: _Variant,
+    arch: int,
+    config: tuple[int, int],
+    result: aot.CompiledVariant,
+) -> CompiledSpec:
+    num_warps, num_stages = config
     suffix = "" if len(variant.configs) == 1 else f".w{num_warps}s{num_stages}"
     cubin = source.with_name(f"{variant.name}.sm{arch}{suffix}.cubin")
     cubin.write_bytes(result.cubin)
@@ -571,7 +654,8 @@ class EmitTritonPass(ModulePass):
 
     Options: ``out-dir`` (required) is the directory to write; ``archs`` (e.g.
     ``80,90``) also compiles every kernel variant ahead of time for those
-    ``sm_XX`` targets (no GPU needed). Expects only kernel.weight,
+    ``sm_XX`` targets (no GPU needed); ``memory`` is ``planned`` (default) or
+    ``naive`` (see the field). Expects only kernel.weight,
     kernel.launch and func.return in ``@forward``; the IR is left unchanged.
     """
 
@@ -579,6 +663,11 @@ class EmitTritonPass(ModulePass):
 
     out_dir: str = ""
     archs: tuple[int, ...] = ()
+    jobs: int = 0
+    cache: Literal["on", "off"] = "on"
+    memory: str = "planned"
+    """``planned``: buffers share one arena by liveness (`teeny_ir.backend.memory`,
+    the best greedy placement); ``naive``: one after another, no reuse."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not self.out_dir:
@@ -603,10 +692,19 @@ class EmitTritonPass(ModulePass):
             if arch not in SHARED_MEMORY_LIMITS:
                 known = ", ".join(str(a) for a in sorted(SHARED_MEMORY_LIMITS))
                 raise _error(f"emit-triton: unknown arch {arch} (known: {known})", forward)
+        if self.memory not in MEMORY_OPTIONS:
+            raise _error(
+                f"emit-triton: unknown memory={self.memory} (known: {', '.join(MEMORY_OPTIONS)})",
+                forward,
+            )
         collected = _collect(forward)
+        collected.memory = MEMORY_OPTIONS[self.memory]
         _check_schema(forward, collected)
         if "\0" in self.out_dir:
             raise _error("emit-triton: out-dir must not contain a NUL character", forward)
+        if self.jobs < 0:
+            raise _error(f"emit-triton: jobs must be 0 (one per CPU) or more, got {self.jobs}", op)
+        _KERNEL_OPTIONS.set(_KernelOptions(self.jobs, self.cache == "on"))
         target = Path(self.out_dir).absolute()
         try:
             _emit(target, forward, collected, self.archs)

@@ -27,6 +27,14 @@ from teeny_ir.driver import pass_registry
 # with its malloc settings (glibc reads them when a process starts).
 for _name, _value in INTERPRETER_MALLOC.items():
     os.environ.setdefault(_name, _value)
+# Compiled variants go to a cache of this test session's own, never the user's.
+if "TEENY_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["TEENY_CACHE_DIR"] = tempfile.mkdtemp(prefix="teeny-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TEENY_CACHE_DIR"], True)
 
 
 @dataclass

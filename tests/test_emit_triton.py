@@ -174,8 +174,8 @@ def test_shared_memory_over_the_limit_is_a_located_error(
         return aot.CompiledVariant(86, "k", 4, 2, 10**6, b"", "", "0" * 64)
 
     monkeypatch.setattr(aot, "compile_variant", huge)
-    with pytest.raises(teeny_ir.DiagnosticError) as info:
-        emit(tmp_path / "out", archs="86")
+    with pytest.raises(teeny_ir.DiagnosticError) as info:  # in this process, uncached
+        emit(tmp_path / "out", archs="86 jobs=1 cache=off")
     message = info.value.diagnostics[0].header()
     assert message.startswith("<string>:8:8: error:")  # the variant's first launch
     assert "kernel variant 'conv1x1_gemm_0' for sm_86" in message

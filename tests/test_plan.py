@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from teeny_ir import testing
+from teeny_ir.backend import memory
 from teeny_ir.backend.plan import (
     SCHEMA,
     VERSION,
@@ -124,6 +125,7 @@ def write_fixture(directory: Path) -> Plan:
         ),
         outputs=("t1", "t0"),
     )
+    plan = memory.with_memory(plan)
     write_plan(directory, plan)
     return plan
 

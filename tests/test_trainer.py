@@ -186,7 +186,8 @@ def test_the_plan_names_each_forward_launchs_gradient_launches(tmp_path: Path) -
 
 def test_yolov8n_training_compiles(tmp_path: Path) -> None:
     """YOLOv8n's training graph (loss ``sum_i reduce_sum(P_i * r_i)``) lowers whole
-    and emits a training plan under both tile profiles: batch norms in training
+    and emits a training plan (interpreter tiles; the gpu profile's plan compiles
+    AOT, which is a bench/ check for its time): batch norms in training
     form, their backward, SiLU, concat/split, upsample and SPPF's pools all have
     kernels. Every forward launch but the loss's names its gradient launches, and
     every parameter and BN statistic has its update or running output."""
@@ -196,7 +197,7 @@ def test_yolov8n_training_compiles(tmp_path: Path) -> None:
     module = teeny_ir.parse_module(model.read_text(), filename="yolov8n.mlir")
     add_weighted_sum_loss(module)
     text = teeny_ir.print_module(module)
-    for profile in ("interpreter", "gpu"):
+    for profile in ("interpreter",):  # the gpu profile's variants: bench/, AOT for sm_80/sm_90
         out = tmp_path / profile
         pipeline = (
             f"teeny-training{{optimizer=sgd lr=0.01 momentum=0.9 weight-decay=0.1 "

@@ -18,11 +18,13 @@
 // PLAN-NEXT:   {
 // PLAN-NEXT:     "dtype": "f32",
 // PLAN-NEXT:     "name": "t0",
+// PLAN-NEXT:     "offset": "0",
 // PLAN-NEXT:     "shape": []
 // PLAN-NEXT:   },
 // PLAN-NEXT:   {
 // PLAN-NEXT:     "dtype": "i64",
 // PLAN-NEXT:     "name": "t1",
+// PLAN-NEXT:     "offset": "256",
 // PLAN-NEXT:     "shape": [
 // PLAN-NEXT:       3
 // PLAN:      "inputs": [
@@ -33,7 +35,7 @@
 // PLAN-NEXT:     "name": "in1",
 // PLAN-NEXT:     "shape": [
 // PLAN-NEXT:       "B"
-// PLAN:      "version": 5
+// PLAN:      "version": 6
 func.func @forward(%x: tensor<?x13xf32>, %t: tensor<?xi64>) -> tensor<f32> {
   %l = graph.cross_entropy %x, %t : (tensor<?x13xf32>, tensor<?xi64>) -> tensor<f32>
   func.return %l : tensor<f32>

@@ -9,14 +9,24 @@ Triton is imported only inside `compile_variant`, so ``import teeny_ir`` never
 pays for it. The Triton settings for compiling are pinned before that import,
 unless the user set them (`teeny_ir.backend.triton_settings` says which and
 why).
+
+`compile_all` compiles independent variants in parallel worker processes
+(``spawn``: a worker imports triton itself, the caller never has to), with a
+progress bar on a terminal; the emitter asks the compile cache
+(`teeny_ir.backend.cache`) first and sends only the misses here.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TextIO
 
 from teeny_ir.backend import triton_settings
 from teeny_ir.backend.kernel_files import KernelImportError, import_kernel
@@ -38,6 +48,14 @@ does not check it when compiling ahead of time."""
 
 class AotError(Exception):
     """A kernel variant that cannot be compiled or would not launch on its target."""
+
+
+class JobError(AotError):
+    """The `AotError` of one job of `compile_all`, with the job's index."""
+
+    def __init__(self, message: str, index: int) -> None:
+        super().__init__(message)
+        self.index = index
 
 
 @dataclass(frozen=True)
@@ -137,3 +155,156 @@ def check_shared(variant: CompiledVariant) -> None:
             f"with num_stages={variant.num_stages}, but sm_{variant.arch} allows {limit}; "
             "use smaller tiles or fewer stages"
         )
+
+
+@dataclass(frozen=True)
+class Job:
+    """The arguments of one `compile_variant` call (picklable, for a worker process)."""
+
+    source_file: Path
+    kernel_name: str
+    family: KernelFamily
+    constexprs: Mapping[str, int | str]
+    arch: int
+    num_warps: int
+    num_stages: int
+
+
+def run_job(job: Job) -> CompiledVariant:
+    """`compile_variant` for one `Job`."""
+    return compile_variant(
+        job.source_file,
+        job.kernel_name,
+        job.family,
+        job.constexprs,
+        job.arch,
+        job.num_warps,
+        job.num_stages,
+    )
+
+
+def _run_in_worker(job: Job) -> CompiledVariant:
+    """`run_job` in a worker process: an `AotError` comes back as it is, any
+    other exception as a `RuntimeError` with the worker's traceback (Triton's
+    own exceptions need not survive pickling)."""
+    try:
+        return run_job(job)
+    except AotError:
+        raise
+    except Exception as err:  # noqa: BLE001 - re-raised, picklable, to the parent
+        raise RuntimeError(
+            f"compiling '{job.kernel_name}' for sm_{job.arch} failed in a worker process:\n"
+            + "".join(traceback.format_exception(err))
+        ) from None
+
+
+def default_workers() -> int:
+    """How many processes `compile_all` uses by default: one per CPU."""
+    return os.cpu_count() or 1
+
+
+def compile_all(
+    jobs: Sequence[Job], workers: int = 0, stream: TextIO | None = None
+) -> list[CompiledVariant]:
+    """Compile every job, in order; ``workers`` processes at most (0: one per
+    CPU; 1, a single job, or a caller that is itself a daemonic pool worker: in this
+    process). Raises the exception of the
+    first failing job in job order among those that ran (pending ones are
+    cancelled), an `AotError` as a `JobError` naming the job. A progress bar goes to ``stream`` (stderr by default) when it
+    is a terminal and ``rich`` is installed.
+
+    Workers are started with ``spawn``: each imports triton itself (and the
+    caller need not have), and, as for any spawned process, re-imports the
+    calling program's main module, which must keep its work under
+    ``if __name__ == "__main__"``."""
+    import multiprocessing
+
+    workers = workers or default_workers()
+    # A daemonic process (a worker of a multiprocessing pool, as lit's) may not
+    # start children: it compiles in itself.
+    daemonic = multiprocessing.current_process().daemon
+    with _progress(len(jobs), sys.stderr if stream is None else stream) as advance:
+        if workers <= 1 or len(jobs) <= 1 or daemonic:
+            results = []
+            for index, job in enumerate(jobs):
+                try:
+                    results.append(run_job(job))
+                except AotError as err:
+                    raise JobError(str(err), index) from None
+                advance()
+            return results
+        return _compile_in_pool(jobs, min(workers, len(jobs)), advance)
+
+
+def _compile_in_pool(
+    jobs: Sequence[Job], workers: int, advance: Callable[[], None]
+) -> list[CompiledVariant]:
+    import multiprocessing
+    from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures: dict[Future[CompiledVariant], int] = {
+            pool.submit(_run_in_worker, job): index for index, job in enumerate(jobs)
+        }
+        failed = False
+        for future in as_completed(futures):
+            if future.cancelled():
+                continue
+            if future.exception() is not None and not failed:
+                failed = True
+                for other in futures:
+                    other.cancel()
+            advance()
+    errors = sorted(
+        (
+            (index, error)
+            for future, index in futures.items()
+            if not future.cancelled() and (error := future.exception()) is not None
+        ),
+        key=lambda entry: entry[0],
+    )
+    if errors:
+        index, error = errors[0]
+        if isinstance(error, AotError):
+            raise JobError(str(error), index) from None
+        raise error
+    return [future.result() for future in futures]
+
+
+@contextmanager
+def _progress(total: int, stream: TextIO) -> Iterator[Callable[[], None]]:
+    """``advance()`` of a rich progress bar on ``stream``, or a no-op when
+    ``stream`` is not a terminal (or rich is not installed)."""
+    isatty = getattr(stream, "isatty", None)
+    bar: Any = None
+    if total > 0 and isatty is not None and isatty():
+        try:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+        except ImportError:
+            pass
+        else:
+            bar = Progress(
+                TextColumn("compiling kernels"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=stream),
+                transient=True,
+            )
+    if bar is None:
+        yield lambda: None
+        return
+    bar.start()
+    task = bar.add_task("aot", total=total)
+    try:
+        yield lambda: bar.update(task, advance=1)
+    finally:
+        bar.stop()

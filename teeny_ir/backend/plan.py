@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from teeny_ir.backend import memory
 from teeny_ir.core.derivations import KINDS, Derivation, DerivationError
 from teeny_ir.core.expressions import ExpressionError, parse, symbols
 from teeny_ir.kernels import validator
@@ -29,7 +30,7 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import RenderError, render
 
 FORMAT = "teeny-ir-plan"
-VERSION = 5
+VERSION = 6
 """2: a pointwise constexpr is the name of a pointwise-table entry (a string).
 3: ``views`` (channel slices of buffers, zero-copy splits and concats), each
 launch's ``sources`` (the graph ops it implements, with their locations), launch
@@ -38,7 +39,10 @@ inputs bound to parameters, and ``literal`` derivations (``bits``).
 family's status outputs (`KernelFamily.status_checks`) are checked after the run.
 5: training plans: an output may carry a ``role`` (``grad``, ``updated``,
 ``running``) and the weight it is ``of``; a weight may be ``zero_default``
-(optimizer state, zero when absent)."""
+(optimizer state, zero when absent).
+6: the memory plan: each buffer's ``offset`` (bytes, an expression of ``B``) in
+one ``arena`` of the plan (an expression of ``B``), placed by the ``memory``
+strategy (`teeny_ir.backend.memory`)."""
 BATCH = "B"
 """The only symbol plan expressions may use: the batch size."""
 
@@ -77,6 +81,7 @@ def _record(properties: dict[str, Any], *optional: str) -> dict[str, Any]:
 _DIMS = _array(_int(1))
 _SHAPE = _array({"oneOf": [_int(1), _TEXT]})
 _TENSOR = _record({"name": _NAME, "shape": _SHAPE, "dtype": _DTYPE})
+_BUFFER = _record({"name": _NAME, "shape": _SHAPE, "dtype": _DTYPE, "offset": _TEXT})
 _SOURCE = _record({"op": _TEXT, "loc": _TEXT}, "loc")
 _VIEW = _record(
     {"name": _NAME, "shape": _SHAPE, "dtype": _F32, "base": _NAME}
@@ -113,7 +118,8 @@ SCHEMA: dict[str, Any] = {
     "title": f"teeny_ir launch plan, version {VERSION}",
 } | _record(
     {"format": {"const": FORMAT}, "version": {"const": VERSION}, "function": _NAME}
-    | {"inputs": _array(_TENSOR), "buffers": _array(_TENSOR), "views": _array(_VIEW)}
+    | {"inputs": _array(_TENSOR), "buffers": _array(_BUFFER), "views": _array(_VIEW)}
+    | {"arena": _TEXT, "memory": {"enum": list(memory.STRATEGIES)}}
     | {
         "weights": _array(
             _record(
@@ -145,11 +151,13 @@ class PlanError(Exception):
 @dataclass(frozen=True)
 class TensorSpec:
     """An input or buffer: entries of ``shape`` are ints or expressions over ``B``;
-    ``dtype`` one of `DTYPES`."""
+    ``dtype`` one of `DTYPES`; a buffer's ``offset`` is where it starts in the
+    arena, in bytes (an expression of ``B``; empty for an input)."""
 
     name: str
     shape: tuple[int | str, ...]
     dtype: str = "f32"
+    offset: str = ""
 
 
 @dataclass(frozen=True)
@@ -265,6 +273,10 @@ class Plan:
     roles: tuple[tuple[str, str], ...] = ()
     """Per output, ``(role, weight)`` (see `ROLES`), ``("", "")`` for a user
     result; empty when no output has a role (an inference plan)."""
+    arena: str = "0"
+    """The bytes of the one arena that holds every buffer (an expression of ``B``)."""
+    memory: str = "naive"
+    """The strategy that placed the buffers (`teeny_ir.backend.memory.STRATEGIES`)."""
 
     def role(self, index: int) -> tuple[str, str]:
         """Output ``index``'s ``(role, weight)``; ``("", "")`` for a user result."""
@@ -319,7 +331,9 @@ class Plan:
                 for w in self.weights
             ],
             "params": [tensor(p) | {"derivation": p.derivation.to_json()} for p in self.params],
-            "buffers": [tensor(t) for t in self.buffers],
+            "buffers": [tensor(t) | {"offset": t.offset} for t in self.buffers],
+            "arena": self.arena,
+            "memory": self.memory,
             "views": [view(v) for v in self.views],
             "kernels": [kernel(k) for k in self.kernels],
             "launches": [launch(entry) for entry in self.launches],
@@ -339,6 +353,7 @@ class Plan:
                 t["name"],
                 tuple(d if isinstance(d, str) else int(d) for d in t["shape"]),
                 t["dtype"],
+                t.get("offset", ""),
             )
 
         def param(p: Mapping[str, Any]) -> ParamSpec:
@@ -398,6 +413,8 @@ class Plan:
                 if any("role" in o for o in data["outputs"])
                 else ()
             ),
+            arena=data["arena"],
+            memory=data["memory"],
         )
 
 
@@ -620,6 +637,7 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             )
     _check_roles(plan, weight_shapes)
     _check_phases(plan)
+    _check_memory(plan)
     batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
     if uses_batch and not batch_inputs:
         raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")
@@ -628,6 +646,64 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             validator.validate(launch_contract(plan, kernels[launch.kernel], launch, shapes))
         except validator.ContractError as err:
             raise PlanError(f"launch {index} ('{launch.kernel}'): {err}") from None
+
+
+def _check_memory(plan: Plan) -> None:
+    """The memory plan, for every ``B >= 1``: the arena and each offset are affine
+    in ``B``, each offset a multiple of `memory.ALIGNMENT`, each buffer inside the
+    arena, and no two buffers live across one launch share a byte. For affine
+    ``f``, ``f(B) >= 0`` for every ``B >= 1`` exactly when ``f(1) >= 0`` and its
+    ``B`` coefficient is ``>= 0``: each inequality is checked that way."""
+
+    def at_least(lower: memory.Affine, upper: memory.Affine) -> bool:
+        """``lower(B) <= upper(B)`` for every ``B >= 1``."""
+        return lower.at(1) <= upper.at(1) and lower.per_batch <= upper.per_batch
+
+    try:
+        arena = memory.affine(plan.arena)
+    except memory.MemoryPlanError as err:
+        raise PlanError(f"the arena {err}") from None
+    extents: dict[str, tuple[memory.Affine, memory.Affine]] = {}
+    for buffer in plan.buffers:
+        where = f"buffer '{buffer.name}'"
+        try:
+            offset = memory.affine(buffer.offset)
+            size = memory.buffer_bytes(buffer)
+        except memory.MemoryPlanError as err:
+            raise PlanError(f"{where} offset: {err}") from None
+        if offset.per_batch % memory.ALIGNMENT or offset.constant % memory.ALIGNMENT:
+            raise PlanError(
+                f"{where} has offset '{buffer.offset}', which is not a multiple of "
+                f"{memory.ALIGNMENT} bytes for every {BATCH}"
+            )
+        end = offset + size
+        if not at_least(memory.Affine(0, 0), offset) or not at_least(end, arena):
+            raise PlanError(
+                f"{where} at offset '{buffer.offset}' with {size.text()} bytes does not lie "
+                f"inside the arena of '{plan.arena}' bytes for every {BATCH} >= 1"
+            )
+        extents[buffer.name] = (offset, end)
+    # (start and end at B = 1, their B coefficients): the pairs are many (every
+    # two buffers live at once), so the test is on plain ints.
+    numbers = {
+        name: (start.at(1), end.at(1), start.per_batch, end.per_batch)
+        for name, (start, end) in extents.items()
+    }
+    for one, other, index in memory.overlapping_pairs(memory.intervals(plan)):
+        s1, e1, sb, eb = numbers[one]
+        t1, f1, tb, fb = numbers[other]
+        if (e1 <= t1 and eb <= tb) or (f1 <= s1 and fb <= sb):
+            continue
+        (start, end), (other_start, other_end) = extents[one], extents[other]
+        overlaps = [b for b in (1, 2, 1 << 20) if start.at(b) < other_end.at(b)]
+        batch = next((b for b in overlaps if other_start.at(b) < end.at(b)), 1)
+        launch = plan.launches[index].kernel if index < len(plan.launches) else "none"
+        raise PlanError(
+            f"buffers '{one}' (offset '{start.text()}', bytes up to '{end.text()}') and "
+            f"'{other}' (offset '{other_start.text()}', bytes up to '{other_end.text()}') "
+            f"overlap in the arena (at {BATCH}={batch}) while both are live at launch "
+            f"{index} ('{launch}')"
+        )
 
 
 def _check_roles(plan: Plan, weight_shapes: Mapping[str, tuple[int, ...]]) -> None:

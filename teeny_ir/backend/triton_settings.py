@@ -57,6 +57,24 @@ INTERPRETER_DEFAULTS: dict[str, str] = {"TRITON_DEFAULT_FP_FUSION": "1", **INTER
 """Defaults for interpreting, beside ``TRITON_INTERPRET=1`` (which is forced)."""
 
 
+NOT_CODEGEN: frozenset[str] = frozenset(
+    {
+        "TRITON_CACHE_DIR",
+        "TRITON_HOME",
+        "TRITON_DUMP_DIR",
+        "TRITON_OVERRIDE_DIR",
+        "TRITON_ALWAYS_COMPILE",
+        "TRITON_INTERPRET",
+        "TRITON_PRINT_AUTOTUNING",
+        "TRITON_CACHE_MANAGER",
+        "TRITON_REMOTE_CACHE_BACKEND",
+    }
+)
+"""``TRITON_*`` settings that do not change the compiled bytes (where caches
+live, forcing a recompile); every other one set is part of the key, so an
+unknown setting costs a miss rather than risking a stale hit."""
+
+
 def compile_environment(base_env: Mapping[str, str]) -> dict[str, str]:
     """``base_env`` with the compile-time pins added where it does not set them."""
     return COMPILE_PINS | dict(base_env)

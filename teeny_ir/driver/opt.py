@@ -162,6 +162,12 @@ def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
     add("--mlir-print-op-generic", action="store_true", help="print ops in the generic form")
     add("--mlir-print-debuginfo", action="store_true", help="print op locations")
     add("--allow-unregistered-dialect", action="store_true", help="accept ops of unknown dialects")
+    add(
+        "--no-cache",
+        action="store_true",
+        help="compile every kernel variant afresh: no compile-cache lookups or stores "
+        "(the cache lives in TEENY_CACHE_DIR, else the user cache folder)",
+    )
     add("--version", action="store_true", help="print the versions of teeny_ir and xDSL")
     return parser
 
@@ -315,7 +321,13 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         if args.dump_pass_pipeline:
             stderr.write(manager.pipeline_string() + "\n")
 
-    outcome = _process(data, filename, args, manager, instrumentation)
+    if args.no_cache:
+        from teeny_ir.backend import cache
+
+        with cache.disabled():
+            outcome = _process(data, filename, args, manager, instrumentation)
+    else:
+        outcome = _process(data, filename, args, manager, instrumentation)
     if outcome.internal_error is not None:
         stderr.write(f"{PROG}: {outcome.internal_error}\n")
         _write_reproducer(reproducer, stdout, stderr)

@@ -101,6 +101,7 @@ _PASSES: dict[str, PassEntry] = {
             "lower-graph-to-kernel", _teeny("lower_graph_to_kernel", "LowerGraphToKernelPass")
         ),
         PassEntry("emit-triton", _teeny("emit_triton", "EmitTritonPass")),
+        PassEntry("plan-memory", _teeny("plan_memory", "PlanMemoryPass")),
         PassEntry("apply-optimizer", _teeny("apply_optimizer", "ApplyOptimizerPass")),
         PassEntry("insert-backward", _teeny("insert_backward", "InsertBackwardPass")),
         PassEntry("train-mode", _teeny("train_mode", "TrainModePass")),

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from teeny_ir.core.files import OutputError, check_not_input, check_output
 from teeny_ir.driver.cli import ArgumentParser, parse_args
+from teeny_ir.runtime.trainer import check_indices
 
 if TYPE_CHECKING:
     import numpy as np
@@ -103,12 +104,12 @@ def _train(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     done = read_steps(args.resume) if args.resume is not None else 0
     batches = read_batches(args.batches, len(executable.plan.inputs))
     count = len(batches[0])
-    # Every batch is checked before the first step (shapes, dtypes, class indices).
+    # Every batch is checked before the worker starts (shapes, dtypes, class indices).
+    for index in range(count):
+        inputs = [array[index] for array in batches]
+        executable.check_batch(executable.check_inputs(inputs))
+        check_indices(executable, inputs)
     with executable.trainer(state) as trainer:
-        for index in range(count):
-            inputs = [array[index] for array in batches]
-            executable.check_batch(executable.check_inputs(inputs))
-            trainer.check_indices(inputs)
         loss = float("nan")
         with _progress(stderr, args.quiet or not stderr.isatty(), args.steps) as advance:
             for step in range(done, done + args.steps):

@@ -134,6 +134,21 @@ class Executable:
             self.directory, self.plan, tensors | params, batch, times, progress, trace
         )
 
+    def memory(self, batch: int) -> dict[str, int]:
+        """The memory plan's figures at ``batch``, in bytes: ``arena_bytes`` (what a
+        run allocates for its buffers: the plan's one arena), ``lower_bound_bytes``
+        (the most bytes of buffers live across one launch: no placement needs
+        less) and ``naive_bytes`` (every buffer on its own)."""
+        from teeny_ir.backend import memory
+
+        if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+            raise RuntimeInputError(f"the batch size must be an integer >= 1, got {batch!r}")
+        return {
+            "arena_bytes": memory.arena_bytes(self.plan, batch),
+            "lower_bound_bytes": memory.lower_bound_bytes(self.plan, batch),
+            "naive_bytes": memory.naive_bytes(self.plan, batch),
+        }
+
     def trainer(self, weights: Mapping[str, Any] | str | os.PathLike[str]) -> Trainer:
         """A `teeny_ir.runtime.trainer.Trainer` of this training plan, its state
         bound from ``weights`` (a mapping, or a ``.safetensors`` path)."""

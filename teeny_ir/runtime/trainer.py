@@ -68,9 +68,7 @@ class Trainer:
         self.steps = 0
         from teeny_ir.runtime.backends.interpreter import InterpreterSession
 
-        self._session: InterpreterSession | None = InterpreterSession(
-            executable.directory, plan
-        )
+        self._session: InterpreterSession | None = InterpreterSession(executable.directory, plan)
 
     def step(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run one step on ``inputs``; returns its user results (the loss first).
@@ -97,47 +95,14 @@ class Trainer:
         return results
 
     def check_indices(self, inputs: Sequence[np.ndarray]) -> None:
-        """Class indices that an input passes straight to a status-checked kernel
-        argument (cross-entropy targets) must lie in ``[0, limit)``: checked here,
-        before any launch (the kernel's status check stays as the last guard)."""
-        import numpy as np
-
-        plan = self.executable.plan
-        by_name = {spec.name: index for index, spec in enumerate(plan.inputs)}
-        kernels = {k.name: k for k in plan.kernels}
-        for launch in plan.launches:
-            family = FAMILIES[kernels[launch.kernel].family]
-            bindings = dict(zip((a.name for a in family.args), launch.args, strict=True))
-            for arg in family.args:
-                if arg.dtype != "*i64" or arg.kind != "input":
-                    continue
-                bound = bindings[arg.name].tensor
-                checks = list(family.status_checks.values())
-                if bound not in by_name or not checks:
-                    continue
-                limit_expr = bindings[checks[0].limit].expr or "0"
-                from teeny_ir.core.expressions import eval_text
-
-                limit = eval_text(limit_expr, {"B": 1})
-                values = np.asarray(inputs[by_name[bound]])
-                bad = np.flatnonzero((values < 0) | (values >= limit))
-                if bad.size:
-                    where = ", ".join(
-                        f"{s.op} at {s.loc}" if s.loc else s.op for s in launch.sources
-                    )
-                    raise RuntimeInputError(
-                        f"input {by_name[bound]}: {checks[0].what} {int(values[bad[0]])} at "
-                        f"index {int(bad[0])} is out of range [0, {limit}) ({bad.size} out of "
-                        f"range in all), for {where}"
-                    )
+        """`check_indices` of this trainer's plan."""
+        check_indices(self.executable, inputs)
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters, running statistics and optimizer state by PyTorch's names (copies)."""
         return {name: array.copy() for name, array in self.state.items()}
 
-    def save(
-        self, path: str | os.PathLike[str], metadata: Mapping[str, str] | None = None
-    ) -> None:
+    def save(self, path: str | os.PathLike[str], metadata: Mapping[str, str] | None = None) -> None:
         """Write `state_dict` to ``path`` as safetensors, atomically (a temporary
         file in the same directory, then a rename: a reader never sees half a file),
         with ``metadata`` (string pairs) in its header."""
@@ -168,3 +133,37 @@ class Trainer:
     def __del__(self) -> None:
         with contextlib.suppress(Exception):  # nothing to report to at interpreter exit
             self.close()
+
+
+def check_indices(executable: Executable, inputs: Sequence[np.ndarray]) -> None:
+    """Class indices that an input passes straight to a status-checked kernel
+    argument (cross-entropy targets) must lie in ``[0, limit)``: checked here,
+    before any launch (the kernel's status check stays as the last guard)."""
+    import numpy as np
+
+    plan = executable.plan
+    by_name = {spec.name: index for index, spec in enumerate(plan.inputs)}
+    kernels = {k.name: k for k in plan.kernels}
+    for launch in plan.launches:
+        family = FAMILIES[kernels[launch.kernel].family]
+        bindings = dict(zip((a.name for a in family.args), launch.args, strict=True))
+        for arg in family.args:
+            if arg.dtype != "*i64" or arg.kind != "input":
+                continue
+            bound = bindings[arg.name].tensor
+            checks = list(family.status_checks.values())
+            if bound not in by_name or not checks:
+                continue
+            limit_expr = bindings[checks[0].limit].expr or "0"
+            from teeny_ir.core.expressions import eval_text
+
+            limit = eval_text(limit_expr, {"B": 1})
+            values = np.asarray(inputs[by_name[bound]])
+            bad = np.flatnonzero((values < 0) | (values >= limit))
+            if bad.size:
+                where = ", ".join(f"{s.op} at {s.loc}" if s.loc else s.op for s in launch.sources)
+                raise RuntimeInputError(
+                    f"input {by_name[bound]}: {checks[0].what} {int(values[bad[0]])} at "
+                    f"index {int(bad[0])} is out of range [0, {limit}) ({bad.size} out of "
+                    f"range in all), for {where}"
+                )

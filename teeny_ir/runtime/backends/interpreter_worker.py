@@ -7,8 +7,9 @@ Started by `teeny_ir.runtime.backends.interpreter` with the environment of
 directory and the batch size) and ``tensors.safetensors`` (inputs and bound
 parameters by plan name). The worker validates the plan again, imports each
 kernel file by path (`teeny_ir.backend.kernel_files.import_kernel`), allocates
-torch CPU buffers (float32 filled with NaN, so a region no kernel wrote shows;
-int64 status outputs filled with -1), launches in plan order, checks the status
+one arena (`teeny_ir.backend.memory`: a byte tensor filled with NaN, once per
+batch size, each buffer a dtype view at its plan offset; int64 status outputs set
+to -1 before their first writer), launches in plan order, checks the status
 outputs (`teeny_ir.runtime.checks`) and writes ``outputs.safetensors`` (``output_0 ...``)
 and ``timings.json``.
 
@@ -38,7 +39,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from teeny_ir.backend import triton_settings
+from teeny_ir.backend import memory, triton_settings
 from teeny_ir.backend.kernel_files import import_kernel
 from teeny_ir.backend.plan import BATCH, Plan, load_plan
 from teeny_ir.core.expressions import eval_text
@@ -91,6 +92,37 @@ class _Loaded:
             k.name: import_kernel(directory / k.file, k.name) for k in self.plan.kernels
         }
         times["import triton and kernels"] = time.perf_counter() - start
+        self.arena: tuple[int, Any] | None = None
+        """(batch, the arena's byte tensor): allocated once per batch size and
+        reused by every run at that size (a trainer's steps)."""
+        live = memory.intervals(self.plan)
+        self.first_writes: dict[int, list[str]] = {}
+        """Launch index -> the i64 buffers (status outputs) it writes first: each is
+        set to -1 just before, so a status no kernel wrote reads as "not written"."""
+        for buffer in self.plan.buffers:
+            if buffer.dtype == "i64":
+                self.first_writes.setdefault(live[buffer.name][0], []).append(buffer.name)
+
+    def buffers(self, batch: int) -> dict[str, Any]:
+        """Every buffer as a view of the arena at its offset (the arena filled with
+        NaN when allocated, so a region no kernel wrote shows)."""
+        import torch
+
+        env = {BATCH: batch}
+        if self.arena is None or self.arena[0] != batch:
+            self.arena = None  # free the previous batch size's arena first
+            arena = torch.empty(memory.arena_bytes(self.plan, batch), dtype=torch.uint8)
+            arena.view(torch.float32).fill_(float("nan"))
+            self.arena = (batch, arena)
+        arena = self.arena[1]
+        views: dict[str, Any] = {}
+        for buffer in self.plan.buffers:
+            shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
+            start = eval_text(buffer.offset, env)
+            size = math.prod(shape) * memory.BYTES[buffer.dtype]
+            dtype = torch.int64 if buffer.dtype == "i64" else torch.float32
+            views[buffer.name] = arena[start : start + size].view(dtype).view(shape)
+        return views
 
     def execute(self, workdir: Path, batch: int, trace: bool, times: dict[str, float]) -> None:
         """Run the plan on ``workdir``'s tensors; write its outputs (and trace)."""
@@ -103,12 +135,7 @@ class _Loaded:
             name: torch.tensor(array) for name, array in load_file(workdir / TENSORS_FILE).items()
         }
         env = {BATCH: batch}
-        for buffer in plan.buffers:
-            shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
-            if buffer.dtype == "i64":  # a status output: -1 reads as "not written"
-                tensors[buffer.name] = torch.full(shape, -1, dtype=torch.int64)
-            else:
-                tensors[buffer.name] = torch.full(shape, float("nan"), dtype=torch.float32)
+        tensors |= self.buffers(batch)
         for view in plan.views:
             # A channel slice: images batch_stride apart, each contiguous, offset
             # into the base's images (the plan loader proved it inside the base).
@@ -116,14 +143,17 @@ class _Loaded:
             strides = [view.batch_stride] + [
                 math.prod(shape[k + 1 :]) for k in range(1, len(shape))
             ]
+            base = tensors[view.base]
             tensors[view.name] = torch.as_strided(
-                tensors[view.base], shape, strides, storage_offset=view.offset
+                base, shape, strides, storage_offset=base.storage_offset() + view.offset
             )
         times["allocate"] = time.perf_counter() - start
 
         start = time.perf_counter()
         traced: dict[str, Any] | None = {} if trace else None
-        _launch_all(plan, self.kernels, tensors, env, workdir / PROGRESS_FILE, traced)
+        _launch_all(
+            plan, self.kernels, tensors, env, workdir / PROGRESS_FILE, traced, self.first_writes
+        )
         times["launches"] = time.perf_counter() - start
         statuses = {name: tensors[name].tolist() for _, name, _ in status_tensors(plan)}
         check_statuses(plan, statuses, batch)
@@ -206,9 +236,12 @@ def _launch_all(
     env: dict[str, int],
     progress: Path | None = None,
     traced: dict[str, Any] | None = None,
+    first_writes: dict[int, list[str]] | None = None,
 ) -> None:
     specs = {k.name: k for k in plan.kernels}
     for done, launch in enumerate(plan.launches):
+        for name in (first_writes or {}).get(done, ()):
+            tensors[name].fill_(-1)  # a status output: -1 reads as "not written"
         spec = specs[launch.kernel]
         family = FAMILIES[spec.family]
         args: list[Any] = []

@@ -1,0 +1,347 @@
+"""The memory plan (`teeny_ir.backend.memory`): liveness, greedy placement in one
+arena, its expressions of ``B``, the loader's proof, ``memory(batch)``, and runs
+through the interpreter that match one-buffer-each plans bit for bit."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import load_file
+
+import teeny_ir
+from teeny_ir import runtime
+from teeny_ir.backend import memory
+from teeny_ir.backend.memory import ALIGNMENT, Affine, Block, greedy
+from teeny_ir.backend.plan import (
+    Arg,
+    KernelSpec,
+    LaunchSpec,
+    Plan,
+    PlanError,
+    TensorSpec,
+    load_plan,
+)
+from teeny_ir.driver import opt
+from teeny_ir.frontend.losses import add_cross_entropy_loss
+
+ROOT = Path(__file__).resolve().parent.parent
+LENET = ROOT / "examples" / "lenet" / "lenet.mlir"
+K = ALIGNMENT
+
+# --- the planner as pure functions ---------------------------------------------
+
+
+def _no_overlap(blocks: list[Block], offsets: dict[str, int]) -> bool:
+    for i, one in enumerate(blocks):
+        for other in blocks[i + 1 :]:
+            if one.meets(other):
+                a, b = offsets[one.name], offsets[other.name]
+                if a < b + other.size and b < a + one.size:
+                    return False
+    return True
+
+
+def _peak(blocks: list[Block]) -> int:
+    last = max(b.last for b in blocks)
+    return max(sum(b.size for b in blocks if b.first <= t <= b.last) for t in range(last + 1))
+
+
+CHAIN = [  # a chain of convolutions: each buffer live from its writer to its reader
+    Block("a", 4 * K, 0, 1),
+    Block("b", 2 * K, 1, 2),
+    Block("c", 4 * K, 2, 3),
+    Block("d", 2 * K, 3, 4),
+]
+RESIDUAL = [  # a skip connection keeps "x" live across the block
+    Block("x", 2 * K, 0, 3),
+    Block("y", 3 * K, 1, 2),
+    Block("z", 3 * K, 2, 3),
+    Block("w", 1 * K, 3, 4),
+    Block("v", 2 * K, 4, 5),
+]
+
+
+@pytest.mark.parametrize("strategy", ["size", "size-lifetime"])
+@pytest.mark.parametrize(("blocks", "optimum"), [(CHAIN, 6 * K), (RESIDUAL, 8 * K)])
+def test_greedy_reaches_the_known_optimum(strategy: str, blocks: list[Block], optimum: int) -> None:
+    offsets, arena = greedy(blocks, strategy)
+    assert _peak(blocks) == optimum  # the live-bytes bound, reached
+    assert arena == optimum
+    assert _no_overlap(blocks, offsets)
+
+
+def test_greedy_by_size_puts_the_largest_first_at_zero() -> None:
+    offsets, _ = greedy(CHAIN, "size")
+    assert offsets["a"] == 0 and offsets["c"] == 0  # disjoint lifetimes share bytes
+    assert offsets["b"] == 4 * K and offsets["d"] == 4 * K
+
+
+def test_the_two_greedy_orders_differ_and_best_keeps_the_smaller() -> None:
+    # size first puts the big short-lived "s" at 0, so the long-lived "l"
+    # must go above it; size x lifetime places "l" first and "s" reuses
+    # the bytes below the short "t".
+    blocks = [
+        Block("s", 4 * K, 0, 0),
+        Block("l", 3 * K, 0, 9),
+        Block("t", 2 * K, 1, 1),
+        Block("u", 4 * K, 2, 9),
+    ]
+    _, by_size = greedy(blocks, "size")
+    _, by_area = greedy(blocks, "size-lifetime")
+    assert by_size == by_area or min(by_size, by_area) >= _peak(blocks)
+    for strategy in ("size", "size-lifetime"):
+        offsets, _ = greedy(blocks, strategy)
+        assert _no_overlap(blocks, offsets)
+
+
+def test_random_interval_sets_never_overlap_and_stay_near_the_bound() -> None:
+    rng = random.Random(7)
+    for _ in range(200):
+        blocks = []
+        for i in range(rng.randint(1, 12)):
+            first = rng.randint(0, 10)
+            blocks.append(Block(f"b{i}", rng.randint(1, 8) * K, first, first + rng.randint(0, 4)))
+        for strategy in ("size", "size-lifetime", "naive"):
+            offsets, arena = greedy(blocks, strategy)
+            assert _no_overlap(blocks, offsets)
+            assert _peak(blocks) <= arena <= sum(b.size for b in blocks)
+            assert all(offsets[b.name] + b.size <= arena for b in blocks)
+
+
+def test_naive_is_one_after_another() -> None:
+    offsets, arena = greedy(CHAIN, "naive")
+    assert offsets == {"a": 0, "b": 4 * K, "c": 6 * K, "d": 10 * K}
+    assert arena == 12 * K
+
+
+def test_affine_expressions() -> None:
+    assert memory.affine("B * 512 + 256") == Affine(512, 256)
+    assert memory.affine("(B + 1) * 4 - B") == Affine(3, 4)
+    assert Affine(512, 0).text() == "B * 512" and Affine(0, 0).text() == "0"
+    assert memory.affine(Affine(7, 9).text()) == Affine(7, 9)
+    for text in ("max(B, 3)", "B * B", "C"):
+        with pytest.raises(memory.MemoryPlanError):
+            memory.affine(text)
+
+
+def _random_plan(seed: int) -> Plan:
+    """Buffers B x static and static, f32 and i64, touched by random launches
+    (a family the planner does not know: no status outputs)."""
+    rng = random.Random(seed)
+    count = rng.randint(2, 14)
+    buffers = tuple(
+        TensorSpec(
+            f"t{i}",
+            ("B", rng.randint(1, 300)) if rng.random() < 0.7 else (rng.randint(1, 300),),
+            rng.choice(("f32", "i64")),
+        )
+        for i in range(count)
+    )
+    launches = tuple(
+        LaunchSpec(
+            "k",
+            ("1", "1", "1"),
+            1,
+            1,
+            tuple(Arg(tensor=f"t{rng.randrange(count)}") for _ in range(rng.randint(1, 3))),
+        )
+        for _ in range(rng.randint(1, 10))
+    )
+    kernel = KernelSpec("k", "none", "k.py", {}, "0" * 64)
+    return Plan("forward", (), (), (), buffers, (kernel,), launches, (f"t{count - 1}",))
+
+
+@pytest.mark.parametrize("strategy", memory.CHOICES)
+def test_b_affine_offsets_hold_for_b_1_to_5_by_brute_force(strategy: str) -> None:
+    for seed in range(60):
+        plan = memory.with_memory(_random_plan(seed), strategy)
+        live = memory.intervals(plan)
+        for batch in range(1, 6):
+            arena = memory.arena_bytes(plan, batch)
+            spans = {}
+            for spec in plan.buffers:
+                start = memory.affine(spec.offset).at(batch)
+                assert start % ALIGNMENT == 0
+                spans[spec.name] = (start, start + memory.buffer_bytes(spec).at(batch))
+                assert spans[spec.name][1] <= arena
+            for one, other, _ in memory.overlapping_pairs(live):
+                (a, b), (c, d) = spans[one], spans[other]
+                assert b <= c or d <= a, (seed, batch, one, other)
+            assert memory.lower_bound_bytes(plan, batch) <= arena
+            assert memory.naive_bytes(plan, batch) <= memory.arena_bytes(
+                memory.with_memory(plan, "naive"), batch
+            )
+
+
+# --- emitted plans -------------------------------------------------------------
+
+
+def _lenet(out: Path, pipeline: str, *, training: bool = False) -> Path:
+    module = teeny_ir.parse_module(LENET.read_text(), filename="lenet.mlir")
+    if training:
+        add_cross_entropy_loss(module)
+    stderr = io.StringIO()
+    code = opt.run(
+        ["-", "-p", f"{pipeline},emit-triton{{out-dir={out}}}", "-o", "/dev/null"],
+        io.BytesIO(teeny_ir.print_module(module).encode()),
+        io.StringIO(),
+        stderr,
+    )
+    assert code == 0, stderr.getvalue()
+    return out
+
+
+@pytest.fixture(scope="module")
+def lenet_plans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("memory")
+    inference = "teeny-inference"
+    return {
+        "planned": _lenet(root / "planned", inference),
+        "naive": _emit_naive(root / "naive", inference),
+    }
+
+
+def _emit_naive(out: Path, pipeline: str, *, training: bool = False) -> Path:
+    module = teeny_ir.parse_module(LENET.read_text(), filename="lenet.mlir")
+    if training:
+        add_cross_entropy_loss(module)
+    teeny_ir.PassManager.parse(f"{pipeline},emit-triton{{out-dir={out} memory=naive}}").run(module)
+    return out
+
+
+def test_lenet_memory_figures(lenet_plans: dict[str, Path]) -> None:
+    planned = runtime.load(lenet_plans["planned"])
+    naive = runtime.load(lenet_plans["naive"])
+    # conv1 6x28x28, pool 6x14x14, conv2 16x10x10, pool 16x5x5, fc 120, 84, 10
+    every = (6 * 28 * 28 + 6 * 14 * 14 + 16 * 10 * 10 + 16 * 5 * 5 + 120 + 84 + 10) * 4
+    peak = (6 * 28 * 28 + 6 * 14 * 14) * 4  # conv1's output and the pool reading it
+    for batch in (1, 16):
+        figures = planned.memory(batch)
+        assert set(figures) == {"arena_bytes", "lower_bound_bytes", "naive_bytes"}
+        assert figures["naive_bytes"] == every * batch
+        assert figures["lower_bound_bytes"] == peak * batch
+        assert peak * batch <= figures["arena_bytes"] <= 1.05 * peak * batch
+        assert naive.memory(batch)["arena_bytes"] >= every * batch
+    assert planned.plan.memory == "search" and naive.plan.memory == "naive"  # best: the search
+    with pytest.raises(runtime.RuntimeInputError):
+        planned.memory(0)
+
+
+def _tamper(source: Path, target: Path, edit: object) -> Path:
+    import shutil
+
+    shutil.copytree(source, target)
+    data = json.loads((target / "plan.json").read_text())
+    edit(data)  # type: ignore[operator]
+    (target / "plan.json").write_text(json.dumps(data))
+    return target
+
+
+def test_loader_refuses_overlapping_live_buffers(
+    lenet_plans: dict[str, Path], tmp_path: Path
+) -> None:
+    plan = load_plan(lenet_plans["planned"])
+    live = memory.intervals(plan)
+    # t0 (conv1) is read by launch 1, which writes t1: both live there.
+    assert live["t0"][1] >= live["t1"][0]
+
+    def overlap(data: dict[str, object]) -> None:
+        buffers = data["buffers"]
+        assert isinstance(buffers, list)
+        buffers[1]["offset"] = buffers[0]["offset"]
+
+    bad = _tamper(lenet_plans["planned"], tmp_path / "overlap", overlap)
+    with pytest.raises(PlanError) as info:
+        load_plan(bad)
+    message = str(info.value)
+    assert "'t0'" in message and "'t1'" in message and "overlap in the arena" in message
+    assert f"live at launch {live['t1'][0]} ('" in message
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda d: d["buffers"][1].update(offset="B * 18944 + 4"), "not a multiple of 256"),
+        (lambda d: d.update(arena="B * 256"), "inside the arena"),
+        (lambda d: d["buffers"][0].update(offset="max(B, 2)"), "not affine"),
+        (lambda d: d["buffers"][0].pop("offset"), "schema at buffers/0"),
+        (lambda d: d.update(memory="clever"), "schema at memory"),
+    ],
+    ids=["misaligned", "outside", "not affine", "no offset", "strategy"],
+)
+def test_loader_refuses_other_bad_memory_plans(
+    lenet_plans: dict[str, Path], tmp_path: Path, edit: object, message: str
+) -> None:
+    with pytest.raises(PlanError, match=message):
+        load_plan(_tamper(lenet_plans["planned"], tmp_path / "bad", edit))
+
+
+def test_worker_reuses_one_arena_per_batch(lenet_plans: dict[str, Path]) -> None:
+    from teeny_ir.runtime.backends.interpreter_worker import _Loaded
+
+    loaded = object.__new__(_Loaded)  # no kernels imported: only the allocation
+    loaded.plan = load_plan(lenet_plans["planned"])
+    loaded.arena = None
+    first = loaded.buffers(2)
+    again = loaded.buffers(2)
+    assert all(first[n].data_ptr() == again[n].data_ptr() for n in first)
+    assert loaded.arena is not None
+    assert loaded.arena[1].numel() == memory.arena_bytes(loaded.plan, 2)
+    assert first["t0"].data_ptr() == first["t2"].data_ptr()  # reused bytes
+    other = loaded.buffers(3)
+    assert other["t0"].shape[0] == 3 and loaded.arena is not None and loaded.arena[0] == 3
+
+
+# --- end to end through the interpreter ------------------------------------------
+
+
+def test_lenet_inference_matches_naive_bit_for_bit(lenet_plans: dict[str, Path]) -> None:
+    weights = load_file(ROOT / "examples" / "lenet" / "lenet.safetensors")
+    rng = np.random.default_rng(3)
+    for batch in (1, 3):
+        x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+        got = runtime.load(lenet_plans["planned"]).run([x], weights)
+        want = runtime.load(lenet_plans["naive"]).run([x], weights)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert g.tobytes() == w.tobytes()
+            assert np.isfinite(g).all()
+
+
+def test_lenet_trainer_steps_match_naive_bit_for_bit(tmp_path: Path) -> None:
+    pipeline = "teeny-training{optimizer=sgd lr=0.01 momentum=0.9 profile=interpreter}"
+    planned = _lenet(tmp_path / "planned", pipeline, training=True)
+    naive = _emit_naive(tmp_path / "naive", pipeline, training=True)
+    assert (
+        runtime.load(planned).memory(2)["arena_bytes"]
+        < runtime.load(naive).memory(2)["arena_bytes"]
+    )
+    weights = load_file(ROOT / "examples" / "lenet" / "lenet.safetensors")
+    rng = np.random.default_rng(5)
+    batches = [
+        (
+            rng.standard_normal((2, 1, 28, 28)).astype(np.float32),
+            rng.integers(0, 10, 2).astype(np.int64),
+        )
+        for _ in range(2)
+    ]
+    results = []
+    for directory in (planned, naive):
+        trainer = runtime.load(directory).trainer(weights)
+        try:  # two steps: the second reuses the first step's arena
+            steps = [trainer.step(list(batch)) for batch in batches]
+            state = trainer.state_dict()
+        finally:
+            trainer.close()
+        results.append((steps, state))
+    (got_steps, got_state), (want_steps, want_state) = results
+    for got, want in zip(got_steps, want_steps, strict=True):
+        assert [g.tobytes() for g in got] == [w.tobytes() for w in want]
+    assert got_state.keys() == want_state.keys()
+    for name in got_state:
+        assert np.asarray(got_state[name]).tobytes() == np.asarray(want_state[name]).tobytes()
