@@ -75,7 +75,7 @@ from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc
 from teeny_ir.core.expressions import ExpressionError, format_expr, parse
 from teeny_ir.kernels.contract import POINTER_KINDS, KernelFamily
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.render import RenderError, render
+from teeny_ir.kernels.render import PRECISIONS, RenderError, render
 
 if TYPE_CHECKING:
     from teeny_ir.backend import aot
@@ -121,6 +121,8 @@ class _Collected:
     returned: Operation | None = None
     memory: str = "best"
     """The memory plan's strategy (`teeny_ir.backend.memory.CHOICES`)."""
+    precision: str = "tf32"
+    """``tl.dot``'s fp32 input precision (`teeny_ir.kernels.render.PRECISIONS`)."""
 
 
 _ALLOWED = (WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp, ReturnOp)
@@ -508,7 +510,9 @@ def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) ->
     texts: dict[str, str] = {}
     for variant in plan.variants.values():
         try:
-            texts[variant.name] = render(variant.family, variant.name, variant.constexprs)
+            texts[variant.name] = render(
+                variant.family, variant.name, variant.constexprs, plan.precision
+            )
         except RenderError as err:
             raise _error(f"kernel variant '{variant.name}': {err}", variant.first_use) from None
         (kernels_dir / f"{variant.name}.py").write_text(texts[variant.name], encoding="utf-8")
@@ -530,6 +534,7 @@ def _write_kernels(directory: Path, plan: _Collected, archs: tuple[int, ...]) ->
                     for arch in archs
                     for config in variant.configs
                 ),
+                plan.precision,
             )
         )
     shutil.rmtree(kernels_dir / "__pycache__", ignore_errors=True)  # left by AOT's import
@@ -556,7 +561,7 @@ def _compile_variants(
                 if root is not None:
                     key = cache.variant_key(
                         texts[variant.name], variant.name, variant.family, variant.constexprs,
-                        arch, *config,
+                        arch, *config, precision=plan.precision,
                     )  # fmt: skip
                     hit = cache.lookup(key, root)
                     if hit is not None and cache.is_for(hit, variant.name, arch, *config):
@@ -607,6 +612,8 @@ def _write_cubin(
         result.shared,
         f"kernels/{cubin.name}",
         result.cubin_sha256,
+        result.global_scratch_size,
+        result.profile_scratch_size,
     )
 
 
@@ -655,7 +662,8 @@ class EmitTritonPass(ModulePass):
     Options: ``out-dir`` (required) is the directory to write; ``archs`` (e.g.
     ``80,90``) also compiles every kernel variant ahead of time for those
     ``sm_XX`` targets (no GPU needed); ``memory`` is ``planned`` (default) or
-    ``naive`` (see the field). Expects only kernel.weight,
+    ``naive`` (see the field); ``precision`` is ``tf32`` (default) or ``ieee``,
+    ``tl.dot``'s fp32 input precision in the GEMM kernels. Expects only kernel.weight,
     kernel.launch and func.return in ``@forward``; the IR is left unchanged.
     """
 
@@ -668,6 +676,10 @@ class EmitTritonPass(ModulePass):
     memory: str = "planned"
     """``planned``: buffers share one arena by liveness (`teeny_ir.backend.memory`,
     the best greedy placement); ``naive``: one after another, no reuse."""
+    precision: str = "tf32"
+    """``tl.dot``'s input precision for fp32 operands in the GEMM kernels: ``tf32``
+    (Triton's default: tensor cores) or ``ieee`` (exact fp32); recorded per
+    kernel in the plan and in the compile-cache key."""
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         if not self.out_dir:
@@ -697,8 +709,14 @@ class EmitTritonPass(ModulePass):
                 f"emit-triton: unknown memory={self.memory} (known: {', '.join(MEMORY_OPTIONS)})",
                 forward,
             )
+        if self.precision not in PRECISIONS:
+            raise _error(
+                f"emit-triton: unknown precision={self.precision} (known: {', '.join(PRECISIONS)})",
+                forward,
+            )
         collected = _collect(forward)
         collected.memory = MEMORY_OPTIONS[self.memory]
+        collected.precision = self.precision
         _check_schema(forward, collected)
         if "\0" in self.out_dir:
             raise _error("emit-triton: out-dir must not contain a NUL character", forward)

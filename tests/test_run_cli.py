@@ -1,5 +1,6 @@
 """``teeny-run``: end to end through the console script, its error lines, and
-``--backend`` (choices from the registry; cuda refusing in one sentence)."""
+``--backend`` (choices from the registry; cuda refusing in one sentence where it
+cannot run: no cuda-python, no GPU, no cubin for the GPU)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from safetensors.numpy import save_file
 from teeny_ir.driver.run import run
 from teeny_ir.runtime import backends
 from teeny_ir.runtime.backends import cuda
+from teeny_ir.runtime.backends.fake_cuda import FakeDriver
 
 TEENY_RUN = str(Path(sys.executable).with_name("teeny-run"))
 
@@ -206,11 +208,7 @@ def _no_gpu() -> Any:
 
 
 def _gpu() -> Any:
-    return SimpleNamespace(
-        CUresult=SimpleNamespace(CUDA_SUCCESS=0),
-        cuInit=lambda flags: (0,),
-        cuDeviceGetCount=lambda: (0, 1),
-    )
+    return FakeDriver()
 
 
 CUDA_CASES = [
@@ -221,7 +219,12 @@ CUDA_CASES = [
         "the cuda backend cannot run here: no CUDA GPU is visible "
         "(cuDeviceGetCount found 0 devices)",
     ),
-    ("gpu but no launcher", _gpu, cuda.NO_LAUNCHER),
+    (
+        "gpu but a plan without cubins",
+        _gpu,
+        "the cuda backend cannot run this plan on this sm_90 GPU: it has no cubins "
+        "(emit it with emit-triton{archs=90})",
+    ),
 ]
 
 
@@ -252,7 +255,7 @@ def test_cuda_fails_before_reading_the_inputs(case: Path, monkeypatch: pytest.Mo
 
 def test_cuda_on_this_machine_in_a_real_process(case: Path) -> None:
     """Unpatched, whatever this machine has (no cuda-python, no GPU, or a GPU and
-    no launcher): exit 1 and one line naming the cuda backend."""
+    a plan without cubins): exit 1 and one line naming the cuda backend."""
     result = subprocess.run(
         [TEENY_RUN, *_argv(case, "-o", str(case / "out.npz"), "--backend", "cuda")],
         capture_output=True,

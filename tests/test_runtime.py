@@ -30,6 +30,7 @@ from teeny_ir.backend import kernel_files, triton_settings
 from teeny_ir.backend.plan import PlanError
 from teeny_ir.runtime import backends
 from teeny_ir.runtime.backends import cuda, interpreter
+from teeny_ir.runtime.backends.fake_cuda import FakeDriver
 
 
 def _sibling(name: str) -> ModuleType:
@@ -279,12 +280,12 @@ def test_cuda_probe_says_why_it_cannot_run(
     assert str(info.value) == problem
 
 
-def test_cuda_with_a_gpu_refuses_for_want_of_a_launcher(
+def test_cuda_with_a_gpu_refuses_a_plan_without_cubins(
     plan_dir: Path, no_worker: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cuda, "_load_driver", lambda: _fake_driver(count=2))
+    monkeypatch.setattr(cuda, "_load_driver", lambda: FakeDriver(devices=2))
     assert runtime.BACKENDS["cuda"].available() is None
-    with pytest.raises(runtime.BackendUnavailableError, match="has no cubin launcher"):
+    with pytest.raises(runtime.BackendUnavailableError, match="it has no cubins"):
         runtime.load(plan_dir).run(
             fixtures.fixture_inputs(1), fixtures.fixture_weights(), backend="cuda"
         )

@@ -71,6 +71,11 @@ class CompiledVariant:
     cubin: bytes
     ptx: str
     cubin_sha256: str
+    global_scratch_size: int = 0
+    """Bytes of global scratch memory per launch the kernel asks for (Triton's
+    ``global_scratch_size``; 0 for every family today)."""
+    profile_scratch_size: int = 0
+    """Bytes of profile scratch memory (Triton's ``profile_scratch_size``)."""
 
 
 def compile_variant(
@@ -136,6 +141,8 @@ def compile_variant(
         cubin=cubin,
         ptx=str(compiled.asm["ptx"]),
         cubin_sha256=hashlib.sha256(cubin).hexdigest(),
+        global_scratch_size=int(getattr(metadata, "global_scratch_size", 0) or 0),
+        profile_scratch_size=int(getattr(metadata, "profile_scratch_size", 0) or 0),
     )
 
 

@@ -114,10 +114,12 @@ def variant_key(
     num_warps: int,
     num_stages: int,
     *,
+    precision: str = "tf32",
     environ: Mapping[str, str] | None = None,
     version: str | None = None,
 ) -> str:
-    """The content address of one compiled variant (64 hex digits)."""
+    """The content address of one compiled variant (64 hex digits); ``precision``
+    is emit-triton's (the rendered ``source`` shows it too)."""
     fields = {
         "format": FORMAT_VERSION,
         "source": source,
@@ -128,6 +130,7 @@ def variant_key(
         "target": ["cuda", arch, 32],
         "num_warps": num_warps,
         "num_stages": num_stages,
+        "precision": precision,
         "triton": triton_version() if version is None else version,
         "environment": compile_settings(environ),
     }
@@ -152,6 +155,8 @@ def _encode(key: str, variant: CompiledVariant) -> bytes:
         "cubin_size": len(variant.cubin),
         "cubin_sha256": variant.cubin_sha256,
         "ptx_size": len(ptx),
+        "global_scratch_size": variant.global_scratch_size,
+        "profile_scratch_size": variant.profile_scratch_size,
     }
     body = json.dumps(meta, sort_keys=True).encode("utf-8") + b"\n" + variant.cubin + ptx
     digest = hashlib.sha256(body).hexdigest().encode("ascii")
@@ -186,6 +191,9 @@ def _decode(key: str, data: bytes) -> CompiledVariant | None:
             cubin=cubin,
             ptx=payload[cubin_size:].decode("utf-8"),
             cubin_sha256=str(meta["cubin_sha256"]),
+            # required: an entry from before they were recorded is a miss
+            global_scratch_size=int(meta["global_scratch_size"]),
+            profile_scratch_size=int(meta["profile_scratch_size"]),
         )
     except (ValueError, KeyError, TypeError, UnicodeDecodeError):
         return None

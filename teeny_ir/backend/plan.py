@@ -27,7 +27,7 @@ from teeny_ir.core.expressions import ExpressionError, parse, symbols
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.contract import MAX_NUM_WARPS, KernelFamily, element_type_of
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.render import RenderError, render
+from teeny_ir.kernels.render import DEFAULT_PRECISION, PRECISIONS, RenderError, render
 
 FORMAT = "teeny-ir-plan"
 VERSION = 6
@@ -97,12 +97,16 @@ _DERIVATION = _record(
 _COMPILED = _record(
     {"arch": _int(1), "name": _TEXT, "num_warps": _int(1), "num_stages": _int(1)}
     | {"shared": _int(0), "cubin": _TEXT, "cubin_sha256": _SHA256}
+    | {"global_scratch_size": _int(0), "profile_scratch_size": _int(0)},
+    "global_scratch_size",
+    "profile_scratch_size",
 )
 _KERNEL = _record(
     {"name": _NAME, "family": _TEXT, "file": _TEXT, "source_sha256": _SHA256}
     | {"constexprs": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}}}
-    | {"compiled": _array(_COMPILED)},
+    | {"compiled": _array(_COMPILED), "precision": {"enum": list(PRECISIONS)}},
     "compiled",
+    "precision",
 )
 _LAUNCH = _record(
     {"kernel": _NAME, "grid": _array(_TEXT, minItems=3, maxItems=3)}
@@ -216,6 +220,19 @@ class CompiledSpec:
     shared: int
     cubin: str
     cubin_sha256: str
+    global_scratch_size: int = 0
+    """Bytes of global scratch memory the kernel asks for (Triton's metadata);
+    in ``plan.json`` only when not zero. The cuda backend refuses a kernel
+    that needs any (it passes NULL scratch pointers)."""
+    profile_scratch_size: int = 0
+    """Bytes of profile scratch memory (Triton's metadata), likewise."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = vars(self).copy()
+        for field in ("global_scratch_size", "profile_scratch_size"):
+            if not data[field]:
+                del data[field]
+        return data
 
 
 @dataclass(frozen=True)
@@ -228,6 +245,9 @@ class KernelSpec:
     constexprs: Mapping[str, int | str]
     source_sha256: str
     compiled: tuple[CompiledSpec, ...] = ()
+    precision: str = DEFAULT_PRECISION
+    """``tl.dot``'s fp32 input precision the file was rendered with (emit-triton's
+    ``precision``); in ``plan.json`` only when not the default ``tf32``."""
 
 
 @dataclass(frozen=True)
@@ -291,7 +311,9 @@ class Plan:
             data: dict[str, Any] = {"name": k.name, "family": k.family, "file": k.file}
             data |= {"constexprs": dict(k.constexprs), "source_sha256": k.source_sha256}
             if k.compiled:
-                data["compiled"] = [vars(c).copy() for c in k.compiled]
+                data["compiled"] = [c.to_json() for c in k.compiled]
+            if k.precision != DEFAULT_PRECISION:
+                data["precision"] = k.precision
             return data
 
         def launch(entry: LaunchSpec) -> dict[str, Any]:
@@ -367,7 +389,13 @@ class Plan:
             compiled = tuple(CompiledSpec(**c) for c in k.get("compiled", ()))
             constexprs = dict(sorted(k["constexprs"].items()))
             return KernelSpec(
-                k["name"], k["family"], k["file"], constexprs, k["source_sha256"], compiled
+                k["name"],
+                k["family"],
+                k["file"],
+                constexprs,
+                k["source_sha256"],
+                compiled,
+                k.get("precision", DEFAULT_PRECISION),
             )
 
         def sources(entries: Any) -> tuple[SourceSpec, ...]:
@@ -832,7 +860,7 @@ def _check_rendering(root: Path, kernel: KernelSpec, family: KernelFamily) -> No
     if path.is_symlink() or not path.is_file():
         raise PlanError(f"kernel '{kernel.name}' file '{kernel.file}' is not a regular file")
     try:
-        expected = render(family, kernel.name, kernel.constexprs).encode("utf-8")
+        expected = render(family, kernel.name, kernel.constexprs, kernel.precision).encode("utf-8")
     except RenderError as err:
         raise PlanError(f"kernel '{kernel.name}' cannot be rendered: {err}") from None
     if path.read_bytes() != expected:

@@ -8,7 +8,11 @@ The family source (``kernel.py``) is real Python. Rendering, for one variant:
    `DERIVATIVE_SLOT` (``activation_grad``) gets the entry's derivative instead;
 2. pastes the shared helpers of `teeny_ir.kernels.triton_helpers` after the
    source's imports, so the emitted file is self-contained;
-3. renames the kernel function to the variant's name.
+3. renames the kernel function to the variant's name;
+4. with ``precision`` other than `DEFAULT_PRECISION` (``ieee``), passes
+   ``input_precision=INPUT_PRECISION`` to every ``tl.dot`` of the source and
+   defines that module constant (``tf32``, the default, renders the source's
+   ``tl.dot`` calls unchanged: Triton's default for fp32 operands is tf32).
 
 Only sanitised identifiers and the table's own text reach the output; no
 string from an IR file does (constexpr values are checked against the table
@@ -25,6 +29,9 @@ from teeny_ir.core import pointwise
 from teeny_ir.kernels.contract import KernelFamily
 
 HELPERS = Path(__file__).with_name("triton_helpers.py")
+PRECISIONS = ("tf32", "ieee")
+"""``tl.dot``'s fp32 input precisions a variant may be rendered with."""
+DEFAULT_PRECISION = "tf32"
 DERIVATIVE_SLOT = "derivative"
 """The slot function name that renders the entry's ``derivative_triton``."""
 
@@ -79,11 +86,21 @@ def helpers_source() -> str:
     return "".join(lines[_first_line(functions[0]) - 1 :]).rstrip("\n") + "\n"
 
 
-def render(family: KernelFamily, kernel_name: str, constexprs: Mapping[str, int | str]) -> str:
-    """The complete Triton source of one variant of ``family``."""
+def render(
+    family: KernelFamily,
+    kernel_name: str,
+    constexprs: Mapping[str, int | str],
+    precision: str = DEFAULT_PRECISION,
+) -> str:
+    """The complete Triton source of one variant of ``family`` (``precision``:
+    one of `PRECISIONS`, for its ``tl.dot`` calls)."""
     if not kernel_name.isidentifier():
         raise RenderError(f"kernel name '{kernel_name}' is not an identifier")
+    if precision not in PRECISIONS:
+        raise RenderError(f"unknown precision '{precision}' (known: {', '.join(PRECISIONS)})")
     text = family.source()
+    if precision != DEFAULT_PRECISION:
+        text = _with_input_precision(text)
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
     replacements: list[tuple[int, int, str]] = []  # (first line, last line, text), 1-based
@@ -104,5 +121,35 @@ def render(family: KernelFamily, kernel_name: str, constexprs: Mapping[str, int 
     after_imports = max((n.end_lineno or n.lineno) for n in imports)
     for first, last, new in sorted(replacements, reverse=True):
         lines[first - 1 : last] = [new]
-    lines.insert(after_imports, "\n\n" + helpers_source())
+    constant = (
+        f"\nINPUT_PRECISION = tl.constexpr({precision!r})\n"
+        if precision != DEFAULT_PRECISION
+        else ""
+    )
+    lines.insert(after_imports, "\n\n" + helpers_source() + constant)
+    return "".join(lines)
+
+
+def _with_input_precision(text: str) -> str:
+    """``text`` with ``input_precision=INPUT_PRECISION`` added to every
+    ``tl.dot(...)`` call that does not pass one."""
+    lines = text.splitlines(keepends=True)
+    calls = [
+        node
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "dot"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "tl"
+        and not any(k.arg == "input_precision" for k in node.keywords)
+    ]
+    # the closing parenthesis of each call, last first (so positions stay valid);
+    # offsets are in UTF-8 bytes, which the sources (ASCII) share with characters
+    for node in sorted(
+        calls, key=lambda n: (n.end_lineno or 0, n.end_col_offset or 0), reverse=True
+    ):
+        row, col = (node.end_lineno or node.lineno) - 1, (node.end_col_offset or 0) - 1
+        line = lines[row]
+        lines[row] = line[:col] + ", input_precision=INPUT_PRECISION" + line[col:]
     return "".join(lines)

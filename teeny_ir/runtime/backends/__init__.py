@@ -7,8 +7,8 @@ here is selectable without touching the command line.
 
 - ``interpreter`` (`teeny_ir.runtime.backends.interpreter`): Triton's
   interpreter on torch CPU tensors, in a worker process.
-- ``cuda`` (`teeny_ir.runtime.backends.cuda`): probes for cuda-python and a
-  GPU; this teeny_ir has no cubin launcher, so it refuses to run.
+- ``cuda`` (`teeny_ir.runtime.backends.cuda`): the plan's AOT cubins on a
+  GPU through cuda-python's driver API (imported lazily, by that backend only).
 
 Importing this package imports neither numpy, torch, triton nor cuda-python.
 """

@@ -1,23 +1,61 @@
-"""The ``cuda`` backend: a real probe for a usable GPU, and no launcher.
+"""The ``cuda`` backend: the plan's AOT-compiled cubins on an NVIDIA GPU, through
+cuda-python's driver API (``cuda.bindings.driver``).
 
 `CudaBackend.available` checks, in order, that cuda-python's driver bindings
 import (``pip install 'teeny-ir[cuda]'``), that ``cuInit(0)`` succeeds and that
 ``cuDeviceGetCount`` sees at least one device, and says in one sentence which
-step failed. Where all three pass, `CudaBackend.run` still refuses: launching
-the AOT-compiled cubins the plan records needs a cubin launcher, and this
-teeny_ir has none.
+step failed. `CudaBackend.run` then executes the plan in a `CudaSession`:
 
-cuda-python is imported only by the probe, never by ``import teeny_ir``.
+- per kernel and launch configuration, ``cuModuleLoadData`` on the cubin the
+  plan records for the device's compute capability (``sm_XY`` from
+  ``cuDeviceGetAttribute``; a plan without one is refused in one sentence
+  naming the archs it has) and ``cuModuleGetFunction`` by the kernel's name; a
+  kernel that needs more than 48 KiB of shared memory gets
+  ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``; a kernel whose Triton
+  metadata asks for global or profile scratch memory is refused;
+- the parameters are uploaded once per session (``cuMemAlloc`` +
+  ``cuMemcpyHtoD``), the arena (every buffer at its plan offset) and the inputs
+  are allocated once per batch size, all launches go to one stream
+  (``cuStreamCreate``), and the outputs come back with ``cuMemcpyDtoH``;
+- each launch is ``cuLaunchKernel(function, gx, gy, gz, 32 * num_warps, 1, 1,
+  shared, stream, params, 0)`` with the parameters packed by `pack_params`
+  from the family's ABI: pointers as u64 device addresses, ``i32`` dims as
+  int32, ``fp32`` scalars as float32, constexprs not passed, and Triton 3.x's
+  two trailing scratch pointers (global, profile) passed NULL.
+
+cuda-python is imported only here, lazily (`_load_driver`), never by
+``import teeny_ir``; a driver module object can be injected instead
+(``CudaBackend(driver=...)``, ``CudaSession(..., driver=...)``), which is how
+the tests run the backend on a fake driver.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib
-from collections.abc import Mapping
+import math
+import struct
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from teeny_ir.runtime.errors import BackendUnavailableError
+from teeny_ir.backend import memory
+from teeny_ir.backend.plan import (
+    BATCH,
+    Arg,
+    CompiledSpec,
+    KernelSpec,
+    LaunchSpec,
+    TensorSpec,
+    ViewSpec,
+)
+from teeny_ir.core.expressions import eval_text
+from teeny_ir.kernels.contract import KernelFamily
+from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.runtime.errors import BackendUnavailableError, RuntimeInputError, WorkerError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -27,27 +65,120 @@ if TYPE_CHECKING:
 
 DRIVER_MODULE = "cuda.bindings.driver"
 NEEDS_CUDA_PYTHON = "the cuda backend needs cuda-python (pip install 'teeny-ir[cuda]')"
-NO_LAUNCHER = (
-    "the cuda backend cannot launch the plan's cubins because this teeny_ir has no cubin "
-    "launcher; use the interpreter backend"
-)
+DEFAULT_SHARED_LIMIT = 48 * 1024
+"""Shared memory per block a kernel gets without opting in (bytes)."""
+SCRATCH_POINTERS = 2
+"""Triton 3.x kernels take two trailing pointers: global scratch, profile scratch."""
+WARP_SIZE = 32
+_NAN_BITS = 0x7FC00000
+_FORMATS = {"u64": "<Q", "i32": "<i", "f32": "<f"}
+_NUMPY_DTYPES = {"f32": "float32", "i64": "int64"}
 
 
 class _DriverCallError(RuntimeError):
     """A driver call that returned something other than ``CUDA_SUCCESS``."""
 
 
+@dataclass(frozen=True)
+class PackedParams:
+    """One launch's kernel parameters: ``data`` holds each value at its offset
+    (naturally aligned), ``kinds`` says how each was packed (``u64``, ``i32``,
+    ``f32``), the last `SCRATCH_POINTERS` being the NULL scratch pointers."""
+
+    data: bytes
+    offsets: tuple[int, ...]
+    kinds: tuple[str, ...]
+
+    def values(self) -> list[int | float]:
+        """The packed values, in parameter order (for tests and ``--dry-run``)."""
+        return [
+            struct.unpack_from(_FORMATS[kind], self.data, offset)[0]
+            for kind, offset in zip(self.kinds, self.offsets, strict=True)
+        ]
+
+    def pointers(self) -> tuple[ctypes.Array[ctypes.c_char], ctypes.Array[ctypes.c_void_p]]:
+        """A ctypes copy of ``data`` and the array of pointers into it that
+        ``cuLaunchKernel`` takes as ``kernelParams`` (keep both alive)."""
+        buffer = ctypes.create_string_buffer(self.data, max(len(self.data), 1))
+        base = ctypes.addressof(buffer)
+        array = (ctypes.c_void_p * len(self.offsets))(*(base + o for o in self.offsets))
+        return buffer, array
+
+
+def pack_params(
+    family: KernelFamily,
+    launch_args: Sequence[Arg],
+    addresses: Mapping[str, int],
+    env: Mapping[str, int],
+) -> PackedParams:
+    """Pack a launch's arguments by ``family``'s ABI: a tensor argument as the
+    u64 device address ``addresses`` gives it, an ``i32`` as int32 and an
+    ``fp32`` as float32 (each an expression over ``env``), then the two NULL
+    scratch pointers. Raises `RuntimeInputError` for an i32 out of range."""
+    fields: list[tuple[str, int | float]] = []
+    for abi, arg in zip(family.args, launch_args, strict=True):
+        if abi.dtype.startswith("*"):
+            if arg.tensor is None:
+                raise RuntimeInputError(f"argument '{abi.name}' of {family.name} is no tensor")
+            fields.append(("u64", addresses[arg.tensor]))
+            continue
+        value = eval_text(arg.expr or "", env)
+        if abi.dtype == "i32":
+            if not -(2**31) <= value < 2**31:
+                raise RuntimeInputError(
+                    f"argument '{abi.name}' of a {family.name} launch is {value}, which does "
+                    "not fit the kernel's int32"
+                )
+            fields.append(("i32", value))
+        elif abi.dtype == "fp32":
+            fields.append(("f32", float(value)))
+        else:
+            raise RuntimeInputError(
+                f"argument '{abi.name}' of {family.name} has type {abi.dtype}, which the "
+                "cuda backend cannot pass"
+            )
+    fields += [("u64", 0)] * SCRATCH_POINTERS
+    data = bytearray()
+    offsets: list[int] = []
+    for kind, packed in fields:
+        size = struct.calcsize(_FORMATS[kind])
+        data += bytes(-len(data) % size)
+        offsets.append(len(data))
+        data += struct.pack(_FORMATS[kind], packed)
+    return PackedParams(bytes(data), tuple(offsets), tuple(kind for kind, _ in fields))
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """One launch as the driver gets it, at one batch size."""
+
+    index: int
+    kernel: str
+    function: Any
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    shared: int
+    params: PackedParams
+
+
 class CudaBackend:
-    """Probes cuda-python and the GPUs; refuses to run (no cubin launcher)."""
+    """Runs the plan's cubins on the first GPU through cuda-python."""
 
     name = "cuda"
-    description = "AOT cubins on an NVIDIA GPU via cuda-python (refuses: no cubin launcher here)"
+    description = "AOT cubins on an NVIDIA GPU via cuda-python"
+
+    def __init__(self, driver: Any = None) -> None:
+        self.driver = driver
+        """An injected driver module (tests); None: import cuda-python's."""
+
+    def _driver(self) -> Any:
+        return self.driver if self.driver is not None else _load_driver()
 
     def available(self) -> str | None:
         """None when cuda-python imports and the driver sees at least one GPU,
         else one sentence naming the step that failed."""
         try:
-            count = _device_count(_load_driver())
+            count = _device_count(self._driver())
         except ImportError as err:
             missing = err.name if isinstance(err, ModuleNotFoundError) else None
             if missing is not None and f"{DRIVER_MODULE}.".startswith(f"{missing}."):
@@ -75,8 +206,370 @@ class CudaBackend:
         progress: Progress | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
     ) -> list[np.ndarray]:
-        """Refuse with `BackendUnavailableError`: this teeny_ir has no cubin launcher."""
-        raise BackendUnavailableError(NO_LAUNCHER)
+        """Run the plan in a `CudaSession` (see `Backend.run`)."""
+        start = time.perf_counter()
+        session = CudaSession(directory, plan, driver=self._driver())
+        try:
+            session.upload_params(tensors)
+            times["load and upload"] = time.perf_counter() - start
+            return session.run(tensors, batch, times, progress, trace)
+        finally:
+            session.close()
+
+
+class CudaSession:
+    """A plan loaded on a GPU: modules and functions, parameters uploaded once,
+    an arena and input buffers per batch size, one stream. `run` executes it;
+    `close` frees everything. Driver failures raise `WorkerError` (one line);
+    a plan the GPU cannot run raises `BackendUnavailableError`."""
+
+    def __init__(self, directory: Path, plan: Plan, driver: Any = None, device: int = 0) -> None:
+        self.driver = _load_driver() if driver is None else driver
+        self.directory = Path(directory)
+        self.plan = plan
+        self._modules: list[Any] = []
+        self._allocations: list[int] = []
+        self._stream: Any = None
+        self._context = False
+        self.params: dict[str, int] = {}
+        """Parameter name -> device address (uploaded once)."""
+        self.batch = 0
+        self.arena = 0
+        """The arena's device address at ``batch`` (0: not allocated)."""
+        self.inputs: dict[str, int] = {}
+        self.launches: list[LaunchConfig] = []
+        """The launches at ``batch``, packed."""
+        self._keep: list[Any] = []
+        self._memsets: dict[int, list[tuple[int, int]]] = {}
+        """Launch index -> (address, bytes) of the status outputs it writes first."""
+        try:
+            self._call("cuInit", 0)
+            self.device = self._call("cuDeviceGet", device)
+            attributes = self.driver.CUdevice_attribute
+            major = self._call(
+                "cuDeviceGetAttribute",
+                attributes.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                self.device,
+            )
+            minor = self._call(
+                "cuDeviceGetAttribute",
+                attributes.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                self.device,
+            )
+            self.arch = int(major) * 10 + int(minor)
+            compiled = self._choose()  # refuse before touching the GPU further
+            context = self._call("cuDevicePrimaryCtxRetain", self.device)
+            self._context = True
+            self._call("cuCtxSetCurrent", context)
+            self._stream = self._call("cuStreamCreate", 0)
+            self.functions = {key: self._load(spec) for key, spec in compiled.items()}
+            live = memory.intervals(plan)
+            self.first_writes: dict[int, list[str]] = {}
+            for buffer in plan.buffers:
+                if buffer.dtype == "i64":
+                    self.first_writes.setdefault(live[buffer.name][0], []).append(buffer.name)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def stream(self) -> Any:
+        """The one stream every launch and copy of the session uses."""
+        return self._stream
+
+    def _call(self, name: str, *args: Any) -> Any:
+        try:
+            return _call(self.driver, name, *args)
+        except _DriverCallError as err:
+            raise WorkerError(f"the cuda backend failed: {err}") from None
+
+    def _choose(self) -> dict[tuple[str, int, int], CompiledSpec]:
+        """(kernel, num_warps, num_stages) -> the cubin for this GPU, for every
+        launch; raises `BackendUnavailableError` when one is missing or needs
+        scratch memory."""
+        kernels = {k.name: k for k in self.plan.kernels}
+        chosen: dict[tuple[str, int, int], CompiledSpec] = {}
+        for launch in self.plan.launches:
+            key = (launch.kernel, launch.num_warps, launch.num_stages)
+            if key in chosen:
+                continue
+            kernel = kernels[launch.kernel]
+            spec = next(
+                (
+                    c
+                    for c in kernel.compiled
+                    if (c.arch, c.num_warps, c.num_stages)
+                    == (self.arch, launch.num_warps, launch.num_stages)
+                ),
+                None,
+            )
+            if spec is None:
+                raise BackendUnavailableError(_no_cubin(self.plan, kernel, launch, self.arch))
+            scratch = [
+                f"{size} bytes of {what} scratch memory"
+                for what, size in (
+                    ("global", spec.global_scratch_size),
+                    ("profile", spec.profile_scratch_size),
+                )
+                if size > 0
+            ]
+            if scratch:
+                raise BackendUnavailableError(
+                    f"kernel '{kernel.name}' for sm_{spec.arch} needs {' and '.join(scratch)}, "
+                    "which the cuda backend does not provide (it passes NULL scratch pointers)"
+                )
+            chosen[key] = spec
+        return chosen
+
+    def _load(self, spec: CompiledSpec) -> Any:
+        """Load one cubin and get its function (opting in to its shared memory)."""
+        image = ctypes.create_string_buffer((self.directory / spec.cubin).read_bytes())
+        module = self._call("cuModuleLoadData", ctypes.addressof(image))
+        self._modules.append(module)
+        function = self._call("cuModuleGetFunction", module, spec.name.encode("ascii"))
+        if spec.shared > DEFAULT_SHARED_LIMIT:
+            self._call(
+                "cuFuncSetAttribute",
+                function,
+                self.driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                spec.shared,
+            )
+        return function
+
+    def _alloc(self, nbytes: int) -> int:
+        address = int(self._call("cuMemAlloc", max(nbytes, 1)))
+        self._allocations.append(address)
+        return address
+
+    def _free(self, address: int) -> None:
+        if address in self._allocations:
+            self._allocations.remove(address)
+            self._call("cuMemFree", address)
+
+    def _upload(self, address: int, array: np.ndarray) -> None:
+        import numpy as np
+
+        data = np.ascontiguousarray(array)
+        self._call("cuMemcpyHtoD", address, data.ctypes.data, data.nbytes)
+
+    def upload_params(self, tensors: Mapping[str, np.ndarray]) -> None:
+        """Upload the plan's parameters from ``tensors`` (by plan name), once:
+        a session that has them keeps them."""
+        import numpy as np
+
+        for spec in self.plan.params:
+            if spec.name in self.params:
+                continue
+            array = np.ascontiguousarray(tensors[spec.name], dtype=np.float32)
+            address = self._alloc(array.nbytes)
+            self._upload(address, array)
+            self.params[spec.name] = address
+
+    def prepare(self, batch: int) -> list[LaunchConfig]:
+        """Allocate the arena and the inputs for ``batch`` (once per batch size)
+        and pack every launch at it; returns the launches."""
+        if batch == self.batch:
+            return self.launches
+        import numpy as np
+
+        self._free(self.arena)
+        for address in self.inputs.values():
+            self._free(address)
+        self.batch, self.arena, self.inputs, self.launches = 0, 0, {}, []
+        env = {BATCH: batch}
+        nbytes = memory.arena_bytes(self.plan, batch)
+        self.arena = self._alloc(nbytes)
+        if nbytes >= 4:  # NaN everywhere: a region no kernel wrote shows
+            self._call("cuMemsetD32Async", self.arena, _NAN_BITS, nbytes // 4, self._stream)
+        for spec in self.plan.inputs:
+            shape = [d if isinstance(d, int) else eval_text(d, env) for d in spec.shape]
+            self.inputs[spec.name] = self._alloc(
+                math.prod(shape) * np.dtype(_NUMPY_DTYPES[spec.dtype]).itemsize
+            )
+        addresses = self.addresses(batch)
+        kernels = {k.name: k for k in self.plan.kernels}
+        for index, launch in enumerate(self.plan.launches):
+            kernel = kernels[launch.kernel]
+            shared = self._shared(kernel, launch)
+            grid = tuple(eval_text(axis, env) for axis in launch.grid)
+            self.launches.append(
+                LaunchConfig(
+                    index,
+                    launch.kernel,
+                    self.functions[launch.kernel, launch.num_warps, launch.num_stages],
+                    (grid[0], grid[1], grid[2]),
+                    (WARP_SIZE * launch.num_warps, 1, 1),
+                    shared,
+                    pack_params(FAMILIES[kernel.family], launch.args, addresses, env),
+                )
+            )
+        self._keep = [launch.params.pointers() for launch in self.launches]
+        shapes = self._shapes(batch)
+        self._memsets = {
+            index: [(addresses[n], math.prod(shapes[n]) * memory.BYTES["i64"]) for n in names]
+            for index, names in self.first_writes.items()
+        }
+        self.batch = batch
+        return self.launches
+
+    def _shared(self, kernel: KernelSpec, launch: LaunchSpec) -> int:
+        return next(
+            c.shared
+            for c in kernel.compiled
+            if (c.arch, c.num_warps, c.num_stages)
+            == (self.arch, launch.num_warps, launch.num_stages)
+        )
+
+    def addresses(self, batch: int) -> dict[str, int]:
+        """Every tensor a launch may bind -> its device address at ``batch``."""
+        env = {BATCH: batch}
+        found = dict(self.params) | dict(self.inputs)
+        for buffer in self.plan.buffers:
+            found[buffer.name] = self.arena + eval_text(buffer.offset, env)
+        for view in self.plan.views:
+            found[view.name] = found[view.base] + view.offset * memory.BYTES["f32"]
+        return found
+
+    def launch(self, batch: int, progress: Progress | None = None, after: Any = None) -> None:
+        """Enqueue every launch at ``batch`` on the stream (the inputs already
+        uploaded); ``after(config)``, when given, runs after each launch."""
+        launches = self.prepare(batch)
+        for config, (_, pointers) in zip(launches, self._keep, strict=True):
+            for address, nbytes in self._memsets.get(config.index, ()):
+                # -1 in every int64: a status no kernel wrote reads as "not written"
+                self._call("cuMemsetD8Async", address, 0xFF, nbytes, self._stream)
+            if all(config.grid):
+                self._call(
+                    "cuLaunchKernel",
+                    config.function,
+                    *config.grid,
+                    *config.block,
+                    config.shared,
+                    self._stream,
+                    ctypes.addressof(pointers),
+                    0,
+                )
+            if after is not None:
+                after(config)
+            if progress is not None:
+                progress(config.index + 1, len(launches))
+
+    def synchronize(self) -> None:
+        self._call("cuStreamSynchronize", self._stream)
+
+    def run(
+        self,
+        tensors: Mapping[str, np.ndarray],
+        batch: int,
+        times: dict[str, float] | None = None,
+        progress: Progress | None = None,
+        trace: dict[int, list[np.ndarray]] | None = None,
+    ) -> list[np.ndarray]:
+        """Upload the inputs (and parameters, the first time), run every launch
+        and return the outputs in the plan's return order (see `Backend.run`)."""
+        from teeny_ir.runtime.checks import check_statuses, status_tensors
+
+        times = {} if times is None else times
+        start = time.perf_counter()
+        self.upload_params(tensors)
+        self.prepare(batch)
+        for spec in self.plan.inputs:
+            self._upload(self.inputs[spec.name], tensors[spec.name])
+        times["allocate and upload"] = time.perf_counter() - start
+        start = time.perf_counter()
+        kernels = {k.name: k for k in self.plan.kernels}
+
+        def record(config: LaunchConfig) -> None:
+            assert trace is not None
+            launch = self.plan.launches[config.index]
+            family = FAMILIES[kernels[launch.kernel].family]
+            written = [
+                arg.tensor
+                for abi, arg in zip(family.args, launch.args, strict=True)
+                if abi.kind == "output" and arg.tensor is not None
+            ]
+            self.synchronize()
+            trace[config.index] = [self.read(name, batch) for name in dict.fromkeys(written)]
+
+        self.launch(batch, progress, record if trace is not None else None)
+        self.synchronize()
+        times["launches"] = time.perf_counter() - start
+        start = time.perf_counter()
+        statuses = {
+            name: self.read(name, batch).reshape(-1).tolist()
+            for _, name, _ in status_tensors(self.plan)
+        }
+        check_statuses(self.plan, statuses, batch)
+        outputs = [self.read(name, batch) for name in self.plan.outputs]
+        times["copy outputs"] = time.perf_counter() - start
+        return outputs
+
+    def _shapes(self, batch: int) -> dict[str, list[int]]:
+        env = {BATCH: batch}
+        specs: list[TensorSpec | ViewSpec] = [
+            *self.plan.inputs,
+            *self.plan.buffers,
+            *self.plan.views,
+        ]
+        shapes = {
+            s.name: [d if isinstance(d, int) else eval_text(d, env) for d in s.shape] for s in specs
+        }
+        return shapes | {p.name: list(p.shape) for p in self.plan.params}
+
+    def read(self, name: str, batch: int) -> np.ndarray:
+        """Copy a tensor (input, parameter, buffer or view) back as a numpy array."""
+        import numpy as np
+
+        shape = self._shapes(batch)[name]
+        dtypes = {s.name: s.dtype for s in (*self.plan.inputs, *self.plan.buffers)}
+        dtype = np.dtype(_NUMPY_DTYPES[dtypes.get(name, "f32")])
+        address = self.addresses(batch)[name]
+        view = next((v for v in self.plan.views if v.name == name), None)
+        if view is None:
+            result = np.empty(shape, dtype=dtype)
+            if result.nbytes:
+                self._call("cuMemcpyDtoH", result.ctypes.data, address, result.nbytes)
+            return result
+        image = math.prod(shape[1:])
+        span = np.empty((shape[0] - 1) * view.batch_stride + image, dtype=dtype)
+        self._call("cuMemcpyDtoH", span.ctypes.data, address, span.nbytes)
+        strides = [view.batch_stride] + [math.prod(shape[k + 1 :]) for k in range(1, len(shape))]
+        return np.lib.stride_tricks.as_strided(
+            span, shape, [s * dtype.itemsize for s in strides]
+        ).copy()
+
+    def close(self) -> None:
+        """Free the session's memory, modules and stream (best effort)."""
+        for address in reversed(self._allocations):
+            _quiet(self.driver, "cuMemFree", address)
+        self._allocations = []
+        for module in self._modules:
+            _quiet(self.driver, "cuModuleUnload", module)
+        self._modules = []
+        if self._stream is not None:
+            _quiet(self.driver, "cuStreamDestroy", self._stream)
+            self._stream = None
+        if self._context:
+            _quiet(self.driver, "cuDevicePrimaryCtxRelease", self.device)
+            self._context = False
+        self.batch, self.arena, self.inputs, self.params, self.launches = 0, 0, {}, {}, []
+
+
+def _no_cubin(plan: Plan, kernel: KernelSpec, launch: LaunchSpec, arch: int) -> str:
+    """The sentence for a plan without a cubin for this GPU."""
+    archs = sorted({c.arch for k in plan.kernels for c in k.compiled})
+    if not archs:
+        return (
+            f"the cuda backend cannot run this plan on this sm_{arch} GPU: it has no cubins "
+            f"(emit it with emit-triton{{archs={arch}}})"
+        )
+    has = ", ".join(f"sm_{a}" for a in archs)
+    return (
+        f"the cuda backend cannot run this plan on this sm_{arch} GPU: kernel "
+        f"'{kernel.name}' (num_warps={launch.num_warps}, num_stages={launch.num_stages}) has "
+        f"no sm_{arch} cubin and the plan has cubins for {has} only (emit it with "
+        f"emit-triton{{archs={arch}}})"
+    )
 
 
 def _load_driver() -> Any:
@@ -87,16 +580,26 @@ def _load_driver() -> Any:
 
 def _device_count(driver: Any) -> int:
     """``cuInit(0)`` then ``cuDeviceGetCount``; raises on any failed call."""
-    (result,) = driver.cuInit(0)
-    _check(driver, result, "cuInit")
-    result, count = driver.cuDeviceGetCount()
-    _check(driver, result, "cuDeviceGetCount")
-    return int(count)
+    _call(driver, "cuInit", 0)
+    return int(_call(driver, "cuDeviceGetCount"))
 
 
-def _check(driver: Any, result: Any, call: str) -> None:
+def _call(driver: Any, name: str, *args: Any) -> Any:
+    """``driver.name(*args)``: its one value (None without one), or a tuple of
+    them; raises `_DriverCallError` when the result is not ``CUDA_SUCCESS``."""
+    answer = getattr(driver, name)(*args)
+    result, *values = answer if isinstance(answer, tuple) else (answer,)
     if result != driver.CUresult.CUDA_SUCCESS:
-        raise _DriverCallError(f"{call} returned {getattr(result, 'name', result)}")
+        raise _DriverCallError(f"{name} returned {getattr(result, 'name', result)}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _quiet(driver: Any, name: str, *args: Any) -> None:
+    """A clean-up call whose failure is ignored (the session is going anyway)."""
+    with contextlib.suppress(Exception):
+        _call(driver, name, *args)
 
 
 def _one_line(err: BaseException) -> str:

@@ -1,0 +1,462 @@
+"""YOLOv8n on a GPU through the cuda backend, against PyTorch on the same GPU.
+
+Three steps, the first and last on this (CPU) machine, the middle one on a GPU
+machine (Python 3.12, torch, cuda-bindings, no network). The GPU machine runs
+OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
+
+1. ``--prepare`` (here): YOLOv8n at ``--size`` (640) from
+   ``examples/yolov8n/make_yolov8n.py``, ``teeny-inference`` +
+   ``emit-triton{archs=...}`` into ``DIR/plan``, the weights into
+   ``DIR/weights.npz`` (numpy only: the GPU side needs no safetensors) and
+   ``DIR/meta.json`` (model, size, archs, precision). DIR must reach the GPU
+   machine (a folder git does not ignore travels with the working tree).
+2. (the GPU machine) ``python bench/gpu_check.py DIR``: prints nvidia-smi's GPU
+   name and the versions, then per batch (1 and 16 by default) runs the plan
+   with the cuda backend (`teeny_ir.runtime.backends.cuda.CudaSession`) and
+   the same model in PyTorch eager (a torch module mirroring
+   examples/yolov8n, built from the same weights; ultralytics is not needed),
+   checks ``max|got - ref| <= tol * max(1, max|ref|)`` with tol 1e-2 for a
+   tf32 plan and 1e-4 for an ieee one (the reference is fp32 eager with TF32
+   off), and times one forward (CUDA events, after ``--warmup`` forwards,
+   median of ``--runs``) for teeny_ir, torch eager and torch.compile (when it
+   works). Memory: the plan's arena (+ parameters + inputs) against
+   ``torch.cuda.max_memory_allocated`` of an eager forward. Exit status 1 when
+   an output is off.
+3. ``--dry-run`` (here, no GPU): the same plan through the cuda backend on the
+   fake driver (`teeny_ir.runtime.backends.fake_cuda`): every launch's cubin,
+   grid, block, shared memory and packed parameters, printed.
+
+``--model lenet`` does the same with examples/lenet (28x28; no torch mirror, so
+the GPU run only prints the teeny_ir side), which is quick to prepare.
+
+Usage:
+  python bench/gpu_check.py DIR --prepare [--size 640] [--archs 90] [--precision tf32|ieee]
+  python bench/gpu_check.py DIR [--batches 1 16] [--runs 20] [--warmup 5]
+  python bench/gpu_check.py DIR --dry-run [--batches 1 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from teeny_ir import runtime  # noqa: E402
+from teeny_ir.backend import memory  # noqa: E402
+from teeny_ir.backend.plan import BATCH, Plan  # noqa: E402
+from teeny_ir.core.expressions import eval_text  # noqa: E402
+from teeny_ir.kernels.families import FAMILIES  # noqa: E402
+from teeny_ir.runtime.backends import cuda  # noqa: E402
+
+TOLERANCE = {"tf32": 1e-2, "ieee": 1e-4}
+
+
+# --- 1. prepare (here) ----------------------------------------------------------
+
+
+def _load_by_path(name: str, path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def prepare(directory: Path, model: str, size: int, archs: str, precision: str) -> None:
+    """Emit the plan with cubins into DIR/plan and the weights into DIR/weights.npz."""
+    import teeny_ir
+
+    if model == "yolov8n":
+        make = _load_by_path("make_yolov8n", ROOT / "examples" / "yolov8n" / "make_yolov8n.py")
+        module = make.make_module(size)
+        weights = make.make_weights(module)
+    else:
+        from safetensors.numpy import load_file
+
+        text = (ROOT / "examples" / "lenet" / "lenet.mlir").read_text()
+        module = teeny_ir.parse_module(text, filename="lenet.mlir")
+        weights = load_file(str(ROOT / "examples" / "lenet" / "lenet.safetensors"))
+        size = 28
+    directory.mkdir(parents=True, exist_ok=True)
+    plan_dir = directory / "plan"
+    start = time.perf_counter()
+    emit = f"out-dir={plan_dir} archs={archs} precision={precision}"
+    pipeline = f"teeny-inference,emit-triton{{{emit}}}"
+    teeny_ir.PassManager.parse(pipeline).run(module)
+    print(f"emitted {plan_dir} (archs {archs}) in {time.perf_counter() - start:.1f} s")
+    np.savez(directory / "weights.npz", **{k: np.asarray(v) for k, v in weights.items()})
+    meta = {"model": model, "size": size, "archs": archs, "precision": precision}
+    (directory / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    files = [p for p in directory.rglob("*") if p.is_file()]
+    total = sum(p.stat().st_size for p in files)
+    print(f"{directory}: {len(files)} files, {total / 2**20:.1f} MiB")
+
+
+# --- shared ---------------------------------------------------------------------
+
+
+def _load(directory: Path) -> tuple[runtime.Executable, dict[str, np.ndarray], dict[str, Any]]:
+    meta = json.loads((directory / "meta.json").read_text())
+    try:
+        executable = runtime.load(directory / "plan")
+    except ImportError as err:
+        raise SystemExit(
+            f"gpu_check: loading the plan needs {err.name} (pip install {err.name}, "
+            "or put a copy on PYTHONPATH)"
+        ) from None
+    with np.load(directory / "weights.npz") as data:
+        weights = {name: data[name] for name in data.files}
+    return executable, weights, meta
+
+
+def _inputs(plan: Plan, batch: int, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    env = {BATCH: batch}
+    return {
+        t.name: rng.standard_normal(
+            [d if isinstance(d, int) else eval_text(d, env) for d in t.shape]
+        ).astype(np.float32)
+        for t in plan.inputs
+    }
+
+
+# --- 3. dry run (here, fake driver) ---------------------------------------------
+
+
+def dry_run(directory: Path, batches: list[int], arch: int) -> None:
+    from teeny_ir.runtime.backends.fake_cuda import FakeDriver
+
+    executable, weights, meta = _load(directory)
+    plan = executable.plan
+    counts = {
+        c.name: len(FAMILIES[k.family].args) + cuda.SCRATCH_POINTERS
+        for k in plan.kernels
+        for c in k.compiled
+    }
+    driver = FakeDriver(capability=divmod(arch, 10), arity=counts.__getitem__)
+    params = executable.bind_parameters(weights)
+    session = cuda.CudaSession(directory / "plan", plan, driver=driver)
+    print(f"dry run of {meta['model']} ({meta['size']}x{meta['size']}) on a fake sm_{arch} GPU")
+    loaded = [args for name, args in driver.calls if name == "cuModuleGetFunction"]
+    print(f"loaded {len(loaded)} functions from {len(driver.modules)} cubins")
+    for name, args in driver.calls:
+        if name == "cuFuncSetAttribute":
+            print(f"  {args[0].name}: {args[1]} = {args[2]}")
+    try:
+        for batch in batches:
+            session.run(_inputs(plan, batch) | params, batch)
+            names = {address: name for name, address in session.addresses(batch).items()}
+            print(f"\nbatch {batch}: arena {memory.arena_bytes(plan, batch)} bytes")
+            for config in session.launches:
+                values = []
+                for kind, value in zip(config.params.kinds, config.params.values(), strict=True):
+                    if kind == "u64":
+                        values.append(names.get(int(value), "NULL" if value == 0 else hex(value)))
+                    else:
+                        values.append(str(value))
+                print(
+                    f"  {config.index:3d} {config.kernel}: grid {config.grid} block "
+                    f"{config.block} shared {config.shared} params [{', '.join(values)}]"
+                )
+    finally:
+        session.close()
+    calls: dict[str, int] = {}
+    for name, _ in driver.calls:
+        calls[name] = calls.get(name, 0) + 1
+    print("\ndriver calls: " + ", ".join(f"{k} {v}" for k, v in calls.items()))
+    if driver.memory:
+        raise SystemExit("gpu_check: the session left device memory allocated")
+
+
+# --- 2. the GPU run -------------------------------------------------------------
+
+
+def _versions() -> None:
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        query = "--query-gpu=name,driver_version,memory.total"
+        result = subprocess.run(
+            [smi, query, "--format=csv,noheader"], capture_output=True, text=True, check=False
+        )
+        print(f"nvidia-smi: {result.stdout.strip() or result.stderr.strip()}")
+    else:
+        print("nvidia-smi: not found")
+    import torch
+
+    found = [f"python {platform.python_version()}", f"torch {torch.__version__}"]
+    found.append(f"torch CUDA {torch.version.cuda}")
+    for package in ("cuda-bindings", "cuda-python", "triton", "numpy"):
+        try:
+            from importlib.metadata import version
+
+            found.append(f"{package} {version(package)}")
+        except Exception:  # noqa: BLE001 - not installed
+            found.append(f"{package} -")
+    print("versions: " + ", ".join(found))
+    print(f"torch device: {torch.cuda.get_device_name(0)}")
+
+
+def torch_yolov8n(weights: dict[str, np.ndarray]) -> Any:
+    """YOLOv8n in torch, mirroring examples/yolov8n/make_yolov8n.py (raw head
+    outputs: per level concat(box branch, class branch)), with ``weights``."""
+    import torch
+    from torch import nn
+
+    class Conv(nn.Module):
+        def __init__(self, c_in: int, c_out: int, k: int = 1, s: int = 1) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(c_in, c_out, k, s, k // 2, bias=False)
+            self.bn = nn.BatchNorm2d(c_out, eps=1e-3, momentum=0.03)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return nn.functional.silu(self.bn(self.conv(x)))
+
+    class Bottleneck(nn.Module):
+        def __init__(self, c: int, shortcut: bool) -> None:
+            super().__init__()
+            self.cv1, self.cv2, self.shortcut = Conv(c, c, 3), Conv(c, c, 3), shortcut
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = self.cv2(self.cv1(x))
+            return x + y if self.shortcut else y
+
+    class C2f(nn.Module):
+        def __init__(self, c_in: int, c_out: int, n: int, shortcut: bool) -> None:
+            super().__init__()
+            c = c_out // 2
+            self.cv1 = Conv(c_in, 2 * c)
+            self.m = nn.ModuleList(Bottleneck(c, shortcut) for _ in range(n))
+            self.cv2 = Conv((2 + n) * c, c_out)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            ys = list(self.cv1(x).chunk(2, 1))
+            for block in self.m:
+                ys.append(block(ys[-1]))
+            return self.cv2(torch.cat(ys, 1))
+
+    class SPPF(nn.Module):
+        def __init__(self, c_in: int, c_out: int, k: int = 5) -> None:
+            super().__init__()
+            self.cv1 = Conv(c_in, c_in // 2)
+            self.cv2 = Conv(2 * c_in, c_out)
+            self.m = nn.MaxPool2d(k, 1, k // 2)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            ys = [self.cv1(x)]
+            for _ in range(3):
+                ys.append(self.m(ys[-1]))
+            return self.cv2(torch.cat(ys, 1))
+
+    class Detect(nn.Module):
+        def __init__(self, channels: list[int]) -> None:
+            super().__init__()
+            box, cls = max(16, channels[0] // 4, 64), max(channels[0], 80)
+
+            def branch(c: int, hidden: int, out: int) -> nn.Sequential:
+                return nn.Sequential(
+                    Conv(c, hidden, 3), Conv(hidden, hidden, 3), nn.Conv2d(hidden, out, 1)
+                )
+
+            self.cv2 = nn.ModuleList(branch(c, box, 64) for c in channels)
+            self.cv3 = nn.ModuleList(branch(c, cls, 80) for c in channels)
+
+        def forward(self, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+            return [torch.cat([self.cv2[i](x), self.cv3[i](x)], 1) for i, x in enumerate(xs)]
+
+    class YoloV8n(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            none = nn.Identity
+            self.model = nn.ModuleList(
+                [
+                    Conv(3, 16, 3, 2), Conv(16, 32, 3, 2), C2f(32, 32, 1, True),
+                    Conv(32, 64, 3, 2), C2f(64, 64, 2, True), Conv(64, 128, 3, 2),
+                    C2f(128, 128, 2, True), Conv(128, 256, 3, 2), C2f(256, 256, 1, True),
+                    SPPF(256, 256), none(), none(), C2f(384, 128, 1, False), none(), none(),
+                    C2f(192, 64, 1, False), Conv(64, 64, 3, 2), none(),
+                    C2f(192, 128, 1, False), Conv(128, 128, 3, 2), none(),
+                    C2f(384, 256, 1, False), Detect([64, 128, 256]),
+                ]
+            )  # fmt: skip
+
+        def forward(self, x: torch.Tensor) -> list[torch.Tensor]:
+            m = self.model
+            up = nn.functional.interpolate
+            y4 = m[4](m[3](m[2](m[1](m[0](x)))))
+            y6 = m[6](m[5](y4))
+            y9 = m[9](m[8](m[7](y6)))
+            y12 = m[12](torch.cat([up(y9, scale_factor=2.0, mode="nearest"), y6], 1))
+            y15 = m[15](torch.cat([up(y12, scale_factor=2.0, mode="nearest"), y4], 1))
+            y18 = m[18](torch.cat([m[16](y15), y12], 1))
+            y21 = m[21](torch.cat([m[19](y18), y9], 1))
+            return m[22]([y15, y18, y21])
+
+    model = YoloV8n()
+    state = {k: torch.from_numpy(np.asarray(v)) for k, v in weights.items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if not k.endswith("num_batches_tracked")]
+    if missing or unexpected:
+        raise SystemExit(
+            f"gpu_check: the torch mirror's weights: missing {missing}, extra {unexpected}"
+        )
+    return model.eval()
+
+
+def _events_ms(
+    driver: Any, stream: Any, forward: Callable[[], None], warmup: int, runs: int
+) -> float:
+    """Median milliseconds of ``forward`` on ``stream`` between driver events."""
+    for _ in range(warmup):
+        forward()
+    cuda._call(driver, "cuStreamSynchronize", stream)
+    start, end = cuda._call(driver, "cuEventCreate", 0), cuda._call(driver, "cuEventCreate", 0)
+    times = []
+    for _ in range(runs):
+        cuda._call(driver, "cuEventRecord", start, stream)
+        forward()
+        cuda._call(driver, "cuEventRecord", end, stream)
+        cuda._call(driver, "cuEventSynchronize", end)
+        times.append(float(cuda._call(driver, "cuEventElapsedTime", start, end)))
+    for event in (start, end):
+        cuda._call(driver, "cuEventDestroy", event)
+    return statistics.median(times)
+
+
+def _torch_ms(forward: Callable[[], Any], warmup: int, runs: int) -> float:
+    import torch
+
+    for _ in range(warmup):
+        forward()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        forward()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def gpu_run(directory: Path, batches: list[int], warmup: int, runs: int, compile_too: bool) -> int:
+    import torch
+
+    _versions()
+    torch.cuda.init()  # the primary context, which the cuda backend shares
+    executable, weights, meta = _load(directory)
+    plan = executable.plan
+    precision = str(meta.get("precision", "tf32"))
+    tolerance = TOLERANCE[precision]
+    problem = runtime.BACKENDS["cuda"].available()
+    if problem is not None:
+        raise SystemExit(f"gpu_check: {problem}")
+    params = executable.bind_parameters(weights)
+    model = None
+    if meta["model"] == "yolov8n":
+        torch.backends.cuda.matmul.allow_tf32 = False  # the reference: IEEE fp32
+        torch.backends.cudnn.allow_tf32 = False
+        model = torch_yolov8n(weights).cuda()
+    session = cuda.CudaSession(directory / "plan", plan)
+    failed = False
+    try:
+        start = time.perf_counter()
+        session.upload_params(params)
+        print(f"loaded {len(session.functions)} cubins for sm_{session.arch} and uploaded "
+              f"{len(plan.params)} parameters in {time.perf_counter() - start:.2f} s")  # fmt: skip
+        for batch in batches:
+            tensors = _inputs(plan, batch) | params
+            start = time.perf_counter()
+            outputs = session.run(tensors, batch)
+            first = time.perf_counter() - start
+            teeny_ms = _events_ms(
+                session.driver, session.stream, lambda b=batch: session.launch(b), warmup, runs
+            )
+            param_bytes = sum(4 * int(np.prod(p.shape)) for p in plan.params)
+            input_bytes = sum(a.nbytes for k, a in tensors.items() if k not in params)
+            arena = memory.arena_bytes(plan, batch)
+            print(f"\n{meta['model']} {meta['size']}x{meta['size']} batch {batch}")
+            print(
+                f"  teeny_ir cuda: {teeny_ms:8.3f} ms/forward (first run with copies {first * 1e3:.1f} ms)"
+            )
+            print(f"  teeny_ir memory: arena {arena / 2**20:.1f} MiB, + params and inputs "
+                  f"{(arena + param_bytes + input_bytes) / 2**20:.1f} MiB")  # fmt: skip
+            if model is None:
+                continue
+            x = torch.from_numpy(tensors[plan.inputs[0].name]).cuda()
+            with torch.no_grad():
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+                reference = [r.float().cpu().numpy() for r in model(x)]
+                peak = torch.cuda.max_memory_allocated()
+                eager_ms = _torch_ms(lambda m=model, x=x: m(x), warmup, runs)
+                print(f"  torch eager:   {eager_ms:8.3f} ms/forward")
+                print(f"  torch memory: max_memory_allocated {peak / 2**20:.1f} MiB "
+                      f"({(peak - base) / 2**20:.1f} MiB above weights and input)")  # fmt: skip
+                if compile_too:
+                    try:
+                        compiled = torch.compile(model)
+                        compiled(x)
+                        compile_ms = _torch_ms(lambda m=compiled, x=x: m(x), warmup, runs)
+                        print(f"  torch.compile: {compile_ms:8.3f} ms/forward")
+                    except Exception as err:  # noqa: BLE001 - reported, not fatal
+                        print(
+                            f"  torch.compile: failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
+                        )
+            for index, (got, ref) in enumerate(zip(outputs, reference, strict=True)):
+                error = float(np.max(np.abs(got - ref)))
+                bound = tolerance * max(1.0, float(np.max(np.abs(ref))))
+                ok = got.shape == ref.shape and np.isfinite(got).all() and error <= bound
+                failed |= not ok
+                print(f"  output {index} {list(got.shape)}: max|got-ref| = {error:.3g} "
+                      f"<= {bound:.3g} ({precision}): {'ok' if ok else 'FAIL'}")  # fmt: skip
+    finally:
+        session.close()
+    return 1 if failed else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", type=Path, help="DIR: plan/, weights.npz, meta.json")
+    parser.add_argument(
+        "--prepare", action="store_true", help="emit the plan and weights into DIR (here)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="run on the fake driver (no GPU)")
+    parser.add_argument("--model", choices=("yolov8n", "lenet"), default="yolov8n")
+    parser.add_argument("--size", type=int, default=640, help="YOLOv8n input size (--prepare)")
+    parser.add_argument("--archs", default="90", help="cubin archs (--prepare)")
+    parser.add_argument(
+        "--precision", choices=tuple(TOLERANCE), default="tf32", help="tl.dot's (--prepare)"
+    )
+    parser.add_argument("--arch", type=int, default=90, help="the fake GPU's sm (--dry-run)")
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 16])
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    args = parser.parse_args()
+    if args.prepare:
+        prepare(args.directory, args.model, args.size, args.archs, args.precision)
+        return 0
+    if args.dry_run:
+        dry_run(args.directory, args.batches, args.arch)
+        return 0
+    return gpu_run(args.directory, args.batches, args.warmup, args.runs, not args.no_compile)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
