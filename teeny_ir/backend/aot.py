@@ -295,8 +295,8 @@ def _progress(total: int, stream: TextIO) -> Iterator[Callable[[], None]]:
                 TextColumn,
                 TimeElapsedColumn,
             )
-        except ImportError:
-            pass
+        except ImportError:  # rich comes with the interp extra: no bar without it
+            bar = None
         else:
             bar = Progress(
                 TextColumn("compiling kernels"),
