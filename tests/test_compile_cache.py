@@ -365,6 +365,34 @@ def test_compile_all_in_worker_processes_keeps_the_order(
     assert all(r.cubin[:4] == b"\x7fELF" for r in results)
 
 
+def test_a_script_without_a_main_guard_runs_once(env: dict[str, str], tmp_path: Path) -> None:
+    """Spawned workers are prepared without the caller's main module: a script
+    that compiles at its top level is not re-run by each worker."""
+    model = tmp_path / "two.mlir"
+    model.write_text(TWO_KERNELS)
+    ran = tmp_path / "ran.txt"
+    script = tmp_path / "compile_at_top_level.py"
+    script.write_text(
+        "import io, os, sys\n"
+        "from teeny_ir.driver.opt import run\n"
+        f"with open({str(ran)!r}, 'a') as log:\n"
+        "    log.write('ran\\n')\n"
+        f"pipeline = 'emit-triton{{out-dir={tmp_path / 'out'} archs=80 jobs=2 cache=off}}'\n"
+        f"err = io.StringIO()\n"
+        f"code = run([{str(model)!r}, '-p', pipeline, '-o', os.devnull], io.BytesIO(), "
+        "io.StringIO(), err)\n"
+        "sys.stderr.write(err.getvalue())\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert ran.read_text() == "ran\n", done.stderr
+    assert "bootstrapping" not in done.stderr
+    assert len(list((tmp_path / "out").rglob("*.cubin"))) == 2
+
+
 def test_no_progress_bar_off_a_terminal(tmp_path: Path) -> None:
     stream = io.StringIO()
     assert aot.compile_all([], 1, stream) == []

@@ -19,6 +19,8 @@ import teeny_ir
 from teeny_ir import reference, runtime
 from teeny_ir.driver import opt, train
 from teeny_ir.frontend.losses import add_cross_entropy_loss
+from teeny_ir.runtime.backends import cuda
+from teeny_ir.runtime.backends.fake_cuda import FakeDriver
 from teeny_ir.testing import REDUCTION_TOL, assert_close
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,6 +143,29 @@ def test_bad_input_is_one_line(plans: tuple[Path, Path, Path], tmp_path: Path) -
     assert "cannot read batches" in _error(
         *_train(training, "--batches", copy, "--weights", WEIGHTS, "--steps", "1", "-o", ckpt)
     )
+
+
+def _no_cuda_python() -> object:
+    raise ModuleNotFoundError("No module named 'cuda'", name="cuda")
+
+
+def test_a_backend_that_cannot_run_is_one_line_before_any_step(
+    plans: tuple[Path, Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    training, _, batches = plans
+    ckpt = tmp_path / "out.st"
+    argv = (training, "--batches", batches, "--weights", WEIGHTS, "--steps", "1", "-o", ckpt)
+    monkeypatch.setattr(cuda, "_load_driver", _no_cuda_python)
+    message = _error(*_train(*argv, "--backend", "cuda"))
+    assert message == f"teeny-train: error: {cuda.NEEDS_CUDA_PYTHON}\n"
+    # A GPU, but this plan was emitted without cubins: refused before any step.
+    monkeypatch.setattr(cuda, "_load_driver", FakeDriver)
+    message = _error(*_train(*argv, "--backend", "cuda"))
+    assert "cannot run this plan on this sm_90 GPU: it has no cubins" in message
+    with pytest.raises(runtime.BackendUnavailableError, match="has no cubins"):
+        runtime.load(training).trainer(str(WEIGHTS), backend="cuda")
+    assert "invalid choice: 'gpu'" in _train(*argv, "--backend", "gpu")[2]
+    assert not ckpt.exists()
 
 
 def test_the_console_script(plans: tuple[Path, Path, Path], tmp_path: Path) -> None:

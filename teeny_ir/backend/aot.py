@@ -221,9 +221,10 @@ def compile_all(
     is a terminal and ``rich`` is installed.
 
     Workers are started with ``spawn``: each imports triton itself (and the
-    caller need not have), and, as for any spawned process, re-imports the
-    calling program's main module, which must keep its work under
-    ``if __name__ == "__main__"``."""
+    caller need not have). Unlike a plain spawned process, a worker does not
+    re-import the calling program's main module (`_main_hidden`), so a script
+    that compiles at its top level, with no ``if __name__ == "__main__"``
+    guard, runs once and not once more per worker."""
     import multiprocessing
 
     workers = workers or default_workers()
@@ -251,9 +252,12 @@ def _compile_in_pool(
 
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures: dict[Future[CompiledVariant], int] = {
-            pool.submit(_run_in_worker, job): index for index, job in enumerate(jobs)
-        }
+        # A spawn pool starts its workers inside submit(), where the main
+        # module is hidden from the data each worker is prepared from.
+        with _main_hidden():
+            futures: dict[Future[CompiledVariant], int] = {
+                pool.submit(_run_in_worker, job): index for index, job in enumerate(jobs)
+            }
         failed = False
         for future in as_completed(futures):
             if future.cancelled():
@@ -277,6 +281,24 @@ def _compile_in_pool(
             raise JobError(str(error), index) from None
         raise error
     return [future.result() for future in futures]
+
+
+@contextmanager
+def _main_hidden() -> Iterator[None]:
+    """While inside, ``sys.modules["__main__"]`` is a bare module: a process
+    spawned meanwhile is prepared without the caller's main module (no
+    ``init_main_from_path`` / ``init_main_from_name``), so it never re-runs the
+    caller's script. The pool's workers need nothing from it: the function they
+    run and the jobs they get live in this package."""
+    import types
+
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """``teeny-train``: run a training plan for some steps and write a checkpoint.
 
     teeny-train DIR (--weights W.safetensors | --resume CKPT.safetensors)
-                --batches BATCHES.npz --steps N -o OUT.safetensors [--quiet]
+                --batches BATCHES.npz --steps N -o OUT.safetensors
+                [--backend NAME] [--quiet]
 
 ``DIR`` is a training plan (``teeny-training``, then ``emit-triton{out-dir=DIR}``).
 ``BATCHES.npz`` holds one array per plan input, named after the input (``in0``,
@@ -18,9 +19,13 @@ have: the same state and the same next batch. A progress bar with the loss goes
 to stderr on a terminal; the last line is ``trained N steps (S in all); loss X;
 checkpoint OUT``.
 
+``--backend`` takes the names in `teeny_ir.runtime.backends.BACKENDS`
+(``interpreter``, the default, or ``cuda``).
+
 Exit codes: 0 success; 1 bad usage or input (one line ``teeny-train: error:
-...``, never a traceback), before any step where it can be checked; 2 the
-interpreter worker failed or an internal error.
+...``, never a traceback), before any step where it can be checked, or a
+backend that cannot run here; 2 the backend failed while running (the
+interpreter worker, a driver call) or an internal error.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ STEPS_KEY = "teeny.steps"
 
 
 def _make_parser(stdout: TextIO) -> ArgumentParser:
+    from teeny_ir.runtime.backends import BACKENDS
+
     parser = ArgumentParser(
         stdout,
         prog=PROG,
@@ -63,6 +70,12 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
     )
     parser.add_argument("--steps", required=True, type=int, metavar="N", help="steps to run")
     parser.add_argument("-o", dest="output", required=True, metavar="OUT.safetensors")
+    parser.add_argument(
+        "--backend",
+        choices=tuple(BACKENDS),
+        default="interpreter",
+        help="; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()),
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -97,6 +110,9 @@ def _train(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     for path in (start_file, args.batches):
         check_not_input(args.output, path)
     check_output(args.output)
+    # Before reading the plan, weights and batches: a backend that cannot run
+    # here fails in a moment.
+    runtime.usable_backend(args.backend)
     executable = runtime.load(args.directory)
     for name in ("plan.json", *(k.file for k in executable.plan.kernels)):
         check_not_input(args.output, os.path.join(executable.directory, name))
@@ -109,7 +125,7 @@ def _train(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
         inputs = [array[index] for array in batches]
         executable.check_batch(executable.check_inputs(inputs))
         check_indices(executable, inputs)
-    with executable.trainer(state) as trainer:
+    with executable.trainer(state, args.backend) as trainer:
         loss = float("nan")
         with _progress(stderr, args.quiet or not stderr.isatty(), args.steps) as advance:
             for step in range(done, done + args.steps):

@@ -149,14 +149,17 @@ class Executable:
             "naive_bytes": memory.naive_bytes(self.plan, batch),
         }
 
-    def trainer(self, weights: Mapping[str, Any] | str | os.PathLike[str]) -> Trainer:
+    def trainer(
+        self, weights: Mapping[str, Any] | str | os.PathLike[str], backend: str = "interpreter"
+    ) -> Trainer:
         """A `teeny_ir.runtime.trainer.Trainer` of this training plan, its state
-        bound from ``weights`` (a mapping, or a ``.safetensors`` path)."""
+        bound from ``weights`` (a mapping, or a ``.safetensors`` path), its steps
+        run on ``backend`` (a name in `teeny_ir.runtime.backends.BACKENDS`)."""
         from teeny_ir.runtime.trainer import Trainer
 
         if isinstance(weights, str | os.PathLike):
             weights = read_weights(weights)
-        return Trainer(self, weights)
+        return Trainer(self, weights, backend)
 
     def check_inputs(self, inputs: Sequence[Any]) -> int:
         """Check the inputs against the plan; returns the batch size ``B``."""

@@ -12,10 +12,14 @@ first, then the function's original results; gradients, updates and
 statistics stay in the trainer. ``.state_dict()`` has the state by PyTorch's
 names; ``.save(path)`` writes it as safetensors, atomically.
 
-On the interpreter backend one worker process serves every step
-(`teeny_ir.runtime.backends.interpreter.InterpreterSession`): Triton's import
-and the kernel files are loaded once. Close the trainer (or use it as a
-context manager) to end it.
+The steps run in one `teeny_ir.runtime.backends.Session` of the chosen backend
+(``backend="interpreter"``, the default, or ``"cuda"``): on the interpreter one
+worker process serves every step (Triton's import and the kernel files are
+loaded once); on the cuda backend the modules, the arena and the stream stay
+on the GPU, and each step uploads the inputs and the current parameters and
+reads every output back (the state lives on the host, so `state_dict` and
+`save` need no copy). Close the trainer (or use it as a context manager) to
+end the session.
 
 Importing this module imports neither numpy, torch nor triton.
 """
@@ -37,7 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from teeny_ir.runtime import Executable
-    from teeny_ir.runtime.backends.interpreter import InterpreterSession
+    from teeny_ir.runtime.backends import Session
 
 
 class Trainer:
@@ -56,8 +60,6 @@ class Trainer:
                 "model with teeny-training, or apply-optimizer, before emit-triton)"
             )
         chosen = usable_backend(backend)
-        if chosen.name != "interpreter":
-            raise RuntimeInputError(f"a trainer runs on the interpreter backend, not '{backend}'")
         executable.check_weights(weights)
         self.state: dict[str, np.ndarray] = {}
         for spec in plan.weights:
@@ -66,9 +68,8 @@ class Trainer:
             else:  # zero_default optimizer state (check_weights allowed its absence)
                 self.state[spec.name] = np.zeros(spec.shape, np.float32)
         self.steps = 0
-        from teeny_ir.runtime.backends.interpreter import InterpreterSession
-
-        self._session: InterpreterSession | None = InterpreterSession(executable.directory, plan)
+        self.backend = chosen.name
+        self._session: Session | None = chosen.session(executable.directory, plan)
 
     def step(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run one step on ``inputs``; returns its user results (the loss first).

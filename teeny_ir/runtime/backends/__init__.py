@@ -28,10 +28,26 @@ if TYPE_CHECKING:
 
     from teeny_ir.backend.plan import Plan
 
-__all__ = ["BACKENDS", "Backend", "Progress", "usable_backend"]
+__all__ = ["BACKENDS", "Backend", "Progress", "Session", "usable_backend"]
 
 Progress = Callable[[int, int], None]
 """A progress callback: (launches done, launches in all)."""
+
+
+class Session(Protocol):
+    """A plan kept loaded between runs (a trainer's steps): the interpreter's
+    worker process, or the cuda backend's modules, arena and stream."""
+
+    def run(self, tensors: Mapping[str, np.ndarray], batch: int) -> list[np.ndarray]:
+        """One run of the plan, as `Backend.run` (``tensors`` by plan name, every
+        parameter included: a session uploads them again on each run, since a
+        trainer's parameters change between steps). A `StatusCheckError`
+        leaves the session usable."""
+        ...
+
+    def close(self) -> None:
+        """Free what the session holds (idempotent)."""
+        ...
 
 
 class Backend(Protocol):
@@ -74,6 +90,10 @@ class Backend(Protocol):
         Raises `BackendUnavailableError` when it cannot
         run at all, `WorkerError` when a launch fails.
         """
+        ...
+
+    def session(self, directory: Path, plan: Plan) -> Session:
+        """A `Session` of ``plan`` (loaded from ``directory``) for repeated runs."""
         ...
 
 

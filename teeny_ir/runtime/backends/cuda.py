@@ -216,6 +216,11 @@ class CudaBackend:
         finally:
             session.close()
 
+    def session(self, directory: Path, plan: Plan) -> CudaSession:
+        """A `CudaSession` for repeated runs (a trainer's steps): modules, arena
+        and stream stay loaded, and every run uploads the parameters it is given."""
+        return CudaSession(directory, plan, driver=self._driver(), refresh_params=True)
+
 
 class CudaSession:
     """A plan loaded on a GPU: modules and functions, parameters uploaded once,
@@ -223,8 +228,19 @@ class CudaSession:
     `close` frees everything. Driver failures raise `WorkerError` (one line);
     a plan the GPU cannot run raises `BackendUnavailableError`."""
 
-    def __init__(self, directory: Path, plan: Plan, driver: Any = None, device: int = 0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        plan: Plan,
+        driver: Any = None,
+        device: int = 0,
+        *,
+        refresh_params: bool = False,
+    ) -> None:
         self.driver = _load_driver() if driver is None else driver
+        self.refresh_params = refresh_params
+        """Whether each `run` uploads the parameters again (a trainer's session:
+        its parameters change every step) instead of only the first time."""
         self.directory = Path(directory)
         self.plan = plan
         self._modules: list[Any] = []
@@ -352,18 +368,21 @@ class CudaSession:
         data = np.ascontiguousarray(array)
         self._call("cuMemcpyHtoD", address, data.ctypes.data, data.nbytes)
 
-    def upload_params(self, tensors: Mapping[str, np.ndarray]) -> None:
-        """Upload the plan's parameters from ``tensors`` (by plan name), once:
-        a session that has them keeps them."""
+    def upload_params(self, tensors: Mapping[str, np.ndarray], *, refresh: bool = False) -> None:
+        """Upload the plan's parameters from ``tensors`` (by plan name), once: a
+        session that has them keeps them, unless ``refresh`` (a trainer's step,
+        whose parameters changed) copies them again into the same allocations."""
         import numpy as np
 
         for spec in self.plan.params:
-            if spec.name in self.params:
+            if spec.name in self.params and not refresh:
                 continue
             array = np.ascontiguousarray(tensors[spec.name], dtype=np.float32)
-            address = self._alloc(array.nbytes)
+            address = self.params.get(spec.name)
+            if address is None:
+                address = self._alloc(array.nbytes)
+                self.params[spec.name] = address
             self._upload(address, array)
-            self.params[spec.name] = address
 
     def prepare(self, batch: int) -> list[LaunchConfig]:
         """Allocate the arena and the inputs for ``batch`` (once per batch size)
@@ -471,7 +490,7 @@ class CudaSession:
 
         times = {} if times is None else times
         start = time.perf_counter()
-        self.upload_params(tensors)
+        self.upload_params(tensors, refresh=self.refresh_params)
         self.prepare(batch)
         for spec in self.plan.inputs:
             self._upload(self.inputs[spec.name], tensors[spec.name])

@@ -10,7 +10,12 @@ bytearrays, ``cuMemcpyHtoD`` / ``cuMemcpyDtoH`` and the memsets copy bytes.
 size from its header) and records its sha256; ``cuLaunchKernel`` reads the
 ``kernelParams`` array of pointers (``arity(function name)`` of them) and
 records the launch with the parameter bytes they point at (`Launch`). Kernels
-compute nothing. Only the standard library is imported.
+compute nothing, unless the driver has an ``execute`` hook: `Interpreting` is
+one that runs each launched kernel in Triton's interpreter on the fake device
+memory, the arguments decoded from the parameter bytes alone, as a GPU would
+read them (a test of every address and value the backend packs, numerically).
+Only the standard library is imported (`Interpreting` imports torch and the
+plan's kernel files when it is made, in a process with the interpreter on).
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ import hashlib
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from teeny_ir.backend.plan import KernelSpec, Plan
 
 SUCCESS = 0
 BASE_ADDRESS = 0x7F00_0000_0000
@@ -65,6 +74,8 @@ class FakeDriver:
     arity: Callable[[str], int] | None = None
     """Parameters of a function by name: needed to read ``kernelParams``."""
     devices: int = 1
+    execute: Callable[[Launch], None] | None = None
+    """Called with each launch after it is recorded (`Interpreting` runs it)."""
     calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
     memory: dict[int, bytearray] = field(default_factory=dict)
@@ -214,10 +225,84 @@ class FakeDriver:
         first = pointers[0] if pointers else 0
         offsets = tuple((p or 0) - (first or 0) for p in pointers)
         data = ctypes.string_at(first, offsets[-1] + 8) if pointers else b""
-        self.launches.append(
-            Launch(function, (gx, gy, gz), (bx, by, bz), shared, stream, offsets, data, extra)
-        )
+        launch = Launch(function, (gx, gy, gz), (bx, by, bz), shared, stream, offsets, data, extra)
+        self.launches.append(launch)
+        if self.execute is not None:
+            self.execute(launch)
         return (SUCCESS,)
+
+
+class Interpreting:
+    """A `FakeDriver.execute` hook that runs each launch in Triton's interpreter.
+
+    The kernel is found by the sha256 of the cubin its module was loaded from
+    (so a launch through the wrong module runs the wrong kernel), its arguments
+    are decoded from the launch's parameter bytes by the family's ABI (a
+    pointer as a u64 fake device address, resolved into the fake memory as a
+    torch view of it), the two trailing scratch pointers must be NULL, and
+    ``num_warps`` is the block's width over 32. Needs ``TRITON_INTERPRET=1``
+    in the environment before triton is imported (a process of its own)."""
+
+    def __init__(self, driver: FakeDriver, directory: Path, plan: Plan) -> None:
+        from teeny_ir.backend import triton_settings
+        from teeny_ir.backend.kernel_files import import_kernel
+
+        if not triton_settings.interpreter_is_on():
+            raise RuntimeError(f"Interpreting needs {triton_settings.INTERPRET}=1")
+        self.driver = driver
+        self.kernels: dict[str, tuple[KernelSpec, Any]] = {}
+        """A cubin's sha256 -> its kernel spec and the imported Triton kernel."""
+        for kernel in plan.kernels:
+            function = import_kernel(Path(directory) / kernel.file, kernel.name)
+            for compiled in kernel.compiled:
+                image = (Path(directory) / compiled.cubin).read_bytes()
+                self.kernels[hashlib.sha256(image).hexdigest()] = (kernel, function)
+        self._regions: dict[int, Any] = {}
+
+    def _tensor(self, address: int, dtype: str) -> Any:
+        import torch
+
+        for start, data in self.driver.memory.items():
+            if start <= address < start + len(data):
+                break
+        else:
+            raise AssertionError(f"launch argument {address:#x} is no fake device address")
+        region = self._regions.get(start)
+        if region is None or region.numel() != len(data):
+            region = torch.frombuffer(data, dtype=torch.uint8)
+            self._regions[start] = region
+        kind = torch.int64 if dtype == "*i64" else torch.float32
+        size = kind.itemsize
+        offset = address - start
+        if offset % size:
+            raise AssertionError(f"launch argument {address:#x} is not aligned for {dtype}")
+        return region[offset : offset + (len(data) - offset) // size * size].view(kind)
+
+    def __call__(self, launch: Launch) -> None:
+        from teeny_ir.kernels.families import FAMILIES
+
+        sha256 = launch.function.module.sha256
+        if sha256 not in self.kernels:
+            raise AssertionError(f"launch of {launch.function.name}: its module is no plan cubin")
+        kernel, function = self.kernels[sha256]
+        family = FAMILIES[kernel.family]
+        if len(launch.offsets) != len(family.args) + 2:
+            raise AssertionError(f"{kernel.name}: {len(launch.offsets)} parameters")
+        args: list[Any] = []
+        for abi, offset in zip(family.args, launch.offsets, strict=False):
+            if abi.dtype.startswith("*"):
+                (address,) = struct.unpack_from("<Q", launch.data, offset)
+                args.append(self._tensor(address, abi.dtype))
+            elif abi.dtype == "i32":
+                args.append(struct.unpack_from("<i", launch.data, offset)[0])
+            else:
+                args.append(struct.unpack_from("<f", launch.data, offset)[0])
+        for offset in launch.offsets[len(family.args) :]:
+            if struct.unpack_from("<Q", launch.data, offset)[0] != 0:
+                raise AssertionError(f"{kernel.name}: a scratch pointer is not NULL")
+        if launch.block[1:] != (1, 1) or launch.block[0] % 32:
+            raise AssertionError(f"{kernel.name}: block {launch.block}")
+        function[launch.grid](*args, **kernel.constexprs, num_warps=launch.block[0] // 32)
 
 
 def _elf_size(image: int) -> int:

@@ -142,6 +142,10 @@ class InterpreterBackend:
             _clean(workdir, keep_log=keep_log)
         return [results[f"output_{i}"] for i in range(len(plan.outputs))]
 
+    def session(self, directory: Path, plan: Plan) -> InterpreterSession:
+        """A worker process serving repeated runs of ``plan`` (a trainer's steps)."""
+        return InterpreterSession(directory, plan)
+
 
 class InterpreterSession:
     """A worker process that stays alive across runs of one plan (a trainer's

@@ -1,0 +1,60 @@
+"""Run a plan on the cuda backend over a fake driver that interprets every
+launch (`teeny_ir.runtime.backends.fake_cuda.Interpreting`).
+
+Usage: ``python cuda_fake_harness.py REQUEST.json RESULTS.npz``, with
+``TRITON_INTERPRET=1`` (a process of its own: Triton reads it at import).
+REQUEST.json is ``{"plan": DIR, "weights": W.safetensors, "inputs": X.npz,
+"mode": "run" | "train", "steps": N}``; X.npz holds ``step{s}_in{i}`` (train) or
+``in{i}`` (run). RESULTS.npz gets ``output_{k}`` (run), or ``step{s}_result{k}``
+and the final state by weight name prefixed ``state.`` (train), and
+``launches``, the number of kernels the fake driver ran.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def main(request_file: str, results_file: str) -> int:
+    import numpy as np
+
+    from teeny_ir import runtime
+    from teeny_ir.kernels.families import FAMILIES
+    from teeny_ir.runtime.backends import cuda
+    from teeny_ir.runtime.backends.fake_cuda import FakeDriver, Interpreting
+
+    request = json.loads(Path(request_file).read_text(encoding="utf-8"))
+    executable = runtime.load(request["plan"])
+    plan = executable.plan
+    counts = {
+        compiled.name: len(FAMILIES[kernel.family].args) + cuda.SCRATCH_POINTERS
+        for kernel in plan.kernels
+        for compiled in kernel.compiled
+    }
+    driver = FakeDriver(arity=counts.__getitem__)
+    driver.execute = Interpreting(driver, executable.directory, plan)
+    cuda._load_driver = lambda: driver  # the backend imports its driver through this
+    weights = runtime.read_weights(request["weights"])
+    arrays = dict(np.load(request["inputs"], allow_pickle=False))
+    results: dict[str, np.ndarray] = {}
+    count = len(plan.inputs)
+    if request["mode"] == "run":
+        inputs = [arrays[f"in{i}"] for i in range(count)]
+        for k, output in enumerate(executable.run(inputs, weights, backend="cuda")):
+            results[f"output_{k}"] = output
+    else:
+        with executable.trainer(weights, backend="cuda") as trainer:
+            for step in range(int(request["steps"])):
+                inputs = [arrays[f"step{step}_in{i}"] for i in range(count)]
+                for k, value in enumerate(trainer.step(inputs)):
+                    results[f"step{step}_result{k}"] = value
+            results |= {f"state.{n}": a for n, a in trainer.state_dict().items()}
+    results["launches"] = np.array(len(driver.launches))
+    np.savez(results_file, **results)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

@@ -1,0 +1,159 @@
+"""The cuda backend end to end on a fake driver that interprets every launch
+(`teeny_ir.runtime.backends.fake_cuda.Interpreting`): the kernel is found from
+the cubin its module was loaded from and its arguments are decoded from the
+parameter bytes alone, so every device address (parameters, inputs, arena
+offsets, channel-slice views), scalar and launch shape the backend packs is
+checked by the numbers it produces. The results must be bit-identical to the
+interpreter backend running the same plan: the same kernels on the same
+memory layout.
+
+One harness process per run (``tests/cuda_fake_harness.py``, with
+``TRITON_INTERPRET=1``): a LeNet training plan (two SGD-with-momentum steps at
+batch 2: the second step must see the parameters the first one updated) and a
+C2f-like inference block whose split and concat are views of one buffer.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+import teeny_ir
+from teeny_ir import runtime
+from teeny_ir.backend.triton_settings import interpreter_environment
+from teeny_ir.driver import opt
+from teeny_ir.frontend.losses import add_cross_entropy_loss
+
+ROOT = Path(__file__).resolve().parent.parent
+LENET = ROOT / "examples" / "lenet"
+HARNESS = Path(__file__).resolve().parent / "cuda_fake_harness.py"
+
+C2F = """\
+func.func @forward(%x: tensor<?x6x5x7xf32>) -> tensor<?x5x5x7xf32> {
+  %w0 = graph.param "cv1.weight" : tensor<8x6x1x1xf32>
+  %b0 = graph.param "cv1.bias" : tensor<8xf32>
+  %c0 = graph.conv2d %x, %w0, %b0 : (tensor<?x6x5x7xf32>, tensor<8x6x1x1xf32>, tensor<8xf32>) -> tensor<?x8x5x7xf32>
+  %s0 = graph.silu %c0 : tensor<?x8x5x7xf32>
+  %p, %q = graph.split %s0 axis 1 sizes [3, 5] : (tensor<?x8x5x7xf32>) -> (tensor<?x3x5x7xf32>, tensor<?x5x5x7xf32>)
+  %w1 = graph.param "m.weight" : tensor<5x5x3x3xf32>
+  %c1 = graph.conv2d %q, %w1 padding [1, 1, 1, 1] : (tensor<?x5x5x7xf32>, tensor<5x5x3x3xf32>) -> tensor<?x5x5x7xf32>
+  %s1 = graph.silu %c1 : tensor<?x5x5x7xf32>
+  %cat = graph.concat %p, %q, %s1 axis 1 : (tensor<?x3x5x7xf32>, tensor<?x5x5x7xf32>, tensor<?x5x5x7xf32>) -> tensor<?x13x5x7xf32>
+  %w2 = graph.param "cv2.weight" : tensor<5x13x1x1xf32>
+  %b2 = graph.param "cv2.bias" : tensor<5xf32>
+  %y = graph.conv2d %cat, %w2, %b2 : (tensor<?x13x5x7xf32>, tensor<5x13x1x1xf32>, tensor<5xf32>) -> tensor<?x5x5x7xf32>
+  func.return %y : tensor<?x5x5x7xf32>
+}
+"""
+
+
+def _emit(source: str, pipeline: str, out: Path) -> Path:
+    stderr = io.StringIO()
+    code = opt.run(
+        ["-", "-p", f"{pipeline},emit-triton{{out-dir={out} archs=90}}", "-o", os.devnull],
+        io.BytesIO(source.encode()),
+        io.StringIO(),
+        stderr,
+    )
+    assert code == 0, stderr.getvalue()
+    return out
+
+
+def _harness(tmp_path: Path, request: dict[str, object]) -> dict[str, np.ndarray]:
+    (tmp_path / "request.json").write_text(json.dumps(request), encoding="utf-8")
+    results = tmp_path / "results.npz"
+    done = subprocess.run(
+        [sys.executable, str(HARNESS), str(tmp_path / "request.json"), str(results)],
+        env=interpreter_environment(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    with np.load(results, allow_pickle=False) as loaded:
+        return dict(loaded)
+
+
+def test_lenet_training_steps_on_the_interpreting_fake_match_the_interpreter(
+    tmp_path: Path,
+) -> None:
+    module = teeny_ir.parse_module((LENET / "lenet.mlir").read_text(), filename="lenet.mlir")
+    add_cross_entropy_loss(module)
+    plan = _emit(
+        teeny_ir.print_module(module),
+        "teeny-training{optimizer=sgd lr=0.05 momentum=0.9 weight-decay=0.01 profile=gpu}",
+        tmp_path / "plan",
+    )
+    rng = np.random.default_rng(7)
+    steps, batch = 2, 2
+    arrays = {}
+    for step in range(steps):
+        arrays[f"step{step}_in0"] = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+        arrays[f"step{step}_in1"] = rng.integers(0, 10, batch).astype(np.int64)
+    np.savez(tmp_path / "inputs.npz", **arrays)
+    weights = str(LENET / "lenet.safetensors")
+    got = _harness(
+        tmp_path,
+        {
+            "plan": str(plan),
+            "weights": weights,
+            "inputs": str(tmp_path / "inputs.npz"),
+            "mode": "train",
+            "steps": steps,
+        },
+    )
+    executable = runtime.load(plan)
+    assert int(got["launches"]) == steps * len(executable.plan.launches)
+    with executable.trainer(weights) as trainer:
+        for step in range(steps):
+            results = trainer.step([arrays[f"step{step}_in0"], arrays[f"step{step}_in1"]])
+            for k, want in enumerate(results):
+                assert np.array_equal(got[f"step{step}_result{k}"], want), (step, k)
+        state = trainer.state_dict()
+    initial = runtime.read_weights(weights)
+    for name, want in state.items():
+        assert np.array_equal(got[f"state.{name}"], want), name
+        if name in initial:  # every parameter moved, on both backends alike
+            assert not np.array_equal(want, initial[name]), name
+    losses = [float(got[f"step{s}_result0"]) for s in range(steps)]
+    assert all(np.isfinite(losses)) and losses[0] != losses[1]
+
+
+@pytest.mark.parametrize("batch", [3])
+def test_views_of_a_split_and_concat_on_the_interpreting_fake(tmp_path: Path, batch: int) -> None:
+    plan = _emit(C2F, "teeny-inference{profile=gpu}", tmp_path / "plan")
+    executable = runtime.load(plan)
+    assert executable.plan.views, "the block should place its split and concat as views"
+    rng = np.random.default_rng(3)
+    shapes = {
+        "cv1.weight": (8, 6, 1, 1),
+        "cv1.bias": (8,),
+        "m.weight": (5, 5, 3, 3),
+        "cv2.weight": (5, 13, 1, 1),
+        "cv2.bias": (5,),
+    }
+    weights = {n: (0.3 * rng.standard_normal(s)).astype(np.float32) for n, s in shapes.items()}
+    save_file(weights, str(tmp_path / "w.safetensors"))
+    x = rng.standard_normal((batch, 6, 5, 7)).astype(np.float32)
+    np.savez(tmp_path / "inputs.npz", in0=x)
+    got = _harness(
+        tmp_path,
+        {
+            "plan": str(plan),
+            "weights": str(tmp_path / "w.safetensors"),
+            "inputs": str(tmp_path / "inputs.npz"),
+            "mode": "run",
+            "steps": 0,
+        },
+    )
+    (want,) = executable.run([x], weights)
+    assert np.array_equal(got["output_0"], want)
+    assert np.isfinite(want).all()
