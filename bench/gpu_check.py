@@ -7,9 +7,12 @@ OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
 1. ``--prepare`` (here): YOLOv8n at ``--size`` (640) from
    ``examples/yolov8n/make_yolov8n.py``, ``teeny-inference`` +
    ``emit-triton{archs=...}`` into ``DIR/plan``, the weights into
-   ``DIR/weights.npz`` (numpy only: the GPU side needs no safetensors) and
-   ``DIR/meta.json`` (model, size, archs, precision). DIR must reach the GPU
-   machine (a folder git does not ignore travels with the working tree).
+   ``DIR/weights.npz`` (numpy only: the GPU side needs no safetensors),
+   ``DIR/meta.json`` (model, size, archs, precision) and, in ``DIR/site``, the
+   wheels of the plan loader's one dependency beyond numpy (jsonschema, with
+   its own, for CPython ``--python``, 3.12 by default), unpacked: the GPU side
+   puts it last on its path. DIR must reach the GPU machine (a folder git does
+   not ignore travels with the working tree).
 2. (the GPU machine) ``python bench/gpu_check.py DIR``: prints nvidia-smi's GPU
    name and the versions, then per batch (1 and 16 by default) runs the plan
    with the cuda backend (`teeny_ir.runtime.backends.cuda.CudaSession`) and
@@ -19,20 +22,33 @@ OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
    tf32 plan and 1e-4 for an ieee one (the reference is fp32 eager with TF32
    off), and times one forward (CUDA events, after ``--warmup`` forwards,
    median of ``--runs``) for teeny_ir, torch eager and torch.compile (when it
-   works). Memory: the plan's arena (+ parameters + inputs) against
-   ``torch.cuda.max_memory_allocated`` of an eager forward. Exit status 1 when
-   an output is off.
+   works). Per family (``--no-families``: not), every launch timed alone
+   against its torch equivalent on the same shapes (`bench/torch_equivalents.py`:
+   cuDNN convolution with the BN scale folded in, then SiLU; torch's pools and
+   upsampling), summed per family and printed as ratios. Memory: the plan's
+   arena (+ parameters + inputs) against ``torch.cuda.max_memory_allocated``
+   of an eager forward. Exit status 1 when an output is off.
 3. ``--dry-run`` (here, no GPU): the same plan through the cuda backend on the
    fake driver (`teeny_ir.runtime.backends.fake_cuda`): every launch's cubin,
    grid, block, shared memory and packed parameters, printed.
+   ``--interpret`` (here, no GPU): the fake driver runs every launch in
+   Triton's interpreter, from the parameter bytes, and each launch's output
+   is checked against its torch equivalent computed from the same memory (the
+   equivalents the GPU side times are then known to compute the same thing).
 
 ``--model lenet`` does the same with examples/lenet (28x28; no torch mirror, so
 the GPU run only prints the teeny_ir side), which is quick to prepare.
+``--model lenet-train`` prepares LeNet's SGD training plan: the GPU side (or
+``--interpret``, here) runs ``--steps`` steps through ``trainer(weights,
+backend="cuda")`` against torch.optim.SGD in float64 (loss, logits, parameters
+and momentum within the precision's tolerance) and prints the time per step.
 
 Usage:
-  python bench/gpu_check.py DIR --prepare [--size 640] [--archs 90] [--precision tf32|ieee]
-  python bench/gpu_check.py DIR [--batches 1 16] [--runs 20] [--warmup 5]
+  python bench/gpu_check.py DIR --prepare [--model yolov8n|lenet|lenet-train] [--size 640]
+      [--archs 90] [--precision tf32|ieee] [--python 3.12]
+  python bench/gpu_check.py DIR [--batches 1 16] [--runs 20] [--warmup 5] [--steps 3]
   python bench/gpu_check.py DIR --dry-run [--batches 1 16]
+  python bench/gpu_check.py DIR --interpret [--batches 2]
 """
 
 from __future__ import annotations
@@ -40,6 +56,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -76,8 +93,11 @@ def _load_by_path(name: str, path: Path) -> Any:
     return module
 
 
-def prepare(directory: Path, model: str, size: int, archs: str, precision: str) -> None:
-    """Emit the plan with cubins into DIR/plan and the weights into DIR/weights.npz."""
+def prepare(
+    directory: Path, model: str, size: int, archs: str, precision: str, python: str
+) -> None:
+    """Emit the plan with cubins into DIR/plan, the weights into DIR/weights.npz
+    and the plan loader's one dependency beyond numpy into DIR/site."""
     import teeny_ir
 
     if model == "yolov8n":
@@ -91,14 +111,21 @@ def prepare(directory: Path, model: str, size: int, archs: str, precision: str) 
         module = teeny_ir.parse_module(text, filename="lenet.mlir")
         weights = load_file(str(ROOT / "examples" / "lenet" / "lenet.safetensors"))
         size = 28
+    stages = "teeny-inference"
+    if model == "lenet-train":
+        from teeny_ir.frontend.losses import add_cross_entropy_loss
+
+        add_cross_entropy_loss(module)
+        stages = f"teeny-training{{{LENET_SGD} profile=gpu}}"
     directory.mkdir(parents=True, exist_ok=True)
     plan_dir = directory / "plan"
     start = time.perf_counter()
     emit = f"out-dir={plan_dir} archs={archs} precision={precision}"
-    pipeline = f"teeny-inference,emit-triton{{{emit}}}"
+    pipeline = f"{stages},emit-triton{{{emit}}}"
     teeny_ir.PassManager.parse(pipeline).run(module)
     print(f"emitted {plan_dir} (archs {archs}) in {time.perf_counter() - start:.1f} s")
     np.savez(directory / "weights.npz", **{k: np.asarray(v) for k, v in weights.items()})
+    _vendor(directory / "site", python)
     meta = {"model": model, "size": size, "archs": archs, "precision": precision}
     (directory / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     files = [p for p in directory.rglob("*") if p.is_file()]
@@ -106,11 +133,55 @@ def prepare(directory: Path, model: str, size: int, archs: str, precision: str) 
     print(f"{directory}: {len(files)} files, {total / 2**20:.1f} MiB")
 
 
+LENET_SGD = "optimizer=sgd lr=0.05 momentum=0.9 weight-decay=5e-4"
+"""``--model lenet-train``'s optimizer (torch.optim.SGD's, decay on the weights only)."""
+
+VENDORED = ("jsonschema",)
+"""What loading a plan needs beyond numpy (and the GPU image may lack): its
+wheels, and their dependencies', for the GPU side's Python go to DIR/site."""
+
+
+def _vendor(site: Path, python: str) -> None:
+    """Download the wheels of `VENDORED` (pinned as installed here) for CPython
+    ``python`` (``3.12``) on x86-64 Linux and unpack them into ``site``, which
+    the GPU side puts last on its path (its own copies, if any, win)."""
+    import tempfile
+    import zipfile
+    from importlib.metadata import version
+
+    pins = [f"{name}=={version(name)}" for name in VENDORED]
+    with tempfile.TemporaryDirectory() as wheels:
+        command = [
+            sys.executable, "-m", "pip", "download", "-q", *pins, "--dest", wheels,
+            "--only-binary=:all:", "--implementation", "cp", "--python-version", python,
+            "--platform", "manylinux2014_x86_64",
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"gpu_check: pip download failed:\n{done.stderr}")
+        shutil.rmtree(site, ignore_errors=True)
+        site.mkdir(parents=True)
+        for wheel in sorted(Path(wheels).glob("*.whl")):
+            with zipfile.ZipFile(wheel) as archive:
+                archive.extractall(site)
+            print(f"vendored {wheel.name}")
+
+
+def _use_vendored(directory: Path) -> None:
+    """Put DIR/site last on the path where a `VENDORED` module is missing."""
+    site = directory / "site"
+    for name in VENDORED:
+        if importlib.util.find_spec(name) is None and site.is_dir():
+            sys.path.append(str(site))
+            return
+
+
 # --- shared ---------------------------------------------------------------------
 
 
 def _load(directory: Path) -> tuple[runtime.Executable, dict[str, np.ndarray], dict[str, Any]]:
     meta = json.loads((directory / "meta.json").read_text())
+    _use_vendored(directory)
     try:
         executable = runtime.load(directory / "plan")
     except ImportError as err:
@@ -158,7 +229,10 @@ def dry_run(directory: Path, batches: list[int], arch: int) -> None:
             print(f"  {args[0].name}: {args[1]} = {args[2]}")
     try:
         for batch in batches:
-            session.run(_inputs(plan, batch) | params, batch)
+            try:
+                session.run(_inputs(plan, batch) | params, batch)
+            except runtime.StatusCheckError as err:  # the fake's kernels write nothing
+                print(f"(batch {batch}: the status check fails as it must here: {err})")
             names = {address: name for name, address in session.addresses(batch).items()}
             print(f"\nbatch {batch}: arena {memory.arena_bytes(plan, batch)} bytes")
             for config in session.launches:
@@ -180,6 +254,108 @@ def dry_run(directory: Path, batches: list[int], arch: int) -> None:
     print("\ndriver calls: " + ", ".join(f"{k} {v}" for k, v in calls.items()))
     if driver.memory:
         raise SystemExit("gpu_check: the session left device memory allocated")
+
+
+def _launch_dims(plan: Plan, index: int, batch: int) -> tuple[str, dict[str, Any], dict[str, int]]:
+    """A launch's family, constexprs and integer ABI dims at ``batch``."""
+    kernel = next(k for k in plan.kernels if k.name == plan.launches[index].kernel)
+    family = FAMILIES[kernel.family]
+    dims = {
+        abi.name: eval_text(arg.expr or "", {BATCH: batch})
+        for abi, arg in zip(family.args, plan.launches[index].args, strict=True)
+        if not abi.dtype.startswith("*")
+    }
+    return kernel.family, dict(kernel.constexprs), dims
+
+
+def _interpreting_driver(directory: Path, plan: Plan) -> Any:
+    """A fake driver that runs every launch in Triton's interpreter, installed
+    as the cuda backend's driver (this process must have the interpreter on)."""
+    from teeny_ir.runtime.backends.fake_cuda import FakeDriver, Interpreting
+
+    counts = {
+        c.name: len(FAMILIES[k.family].args) + cuda.SCRATCH_POINTERS
+        for k in plan.kernels
+        for c in k.compiled
+    }
+    arch = plan.kernels[0].compiled[0].arch
+    driver = FakeDriver(capability=divmod(arch, 10), arity=counts.__getitem__)
+    driver.execute = Interpreting(driver, directory / "plan", plan)
+    cuda._load_driver = lambda: driver  # what CudaBackend and CudaSession import
+    return driver
+
+
+def _in_interpreter() -> int | None:
+    """Re-run this command with the interpreter on (its exit status), or None
+    when this process has it on already."""
+    from teeny_ir.backend import triton_settings
+
+    if triton_settings.interpreter_is_on():
+        return None
+    env = triton_settings.interpreter_environment(dict(os.environ))
+    return subprocess.run([sys.executable, *sys.argv], env=env, check=False).returncode
+
+
+def check_equivalents(directory: Path, batch: int) -> int:
+    """Every launch of the plan on the interpreting fake driver (the kernel in
+    Triton's interpreter, here): the torch equivalent of `torch_equivalents`,
+    computed from the same memory just before the kernel runs, must match what
+    the kernel writes (1e-4 of the output's scale; 1e-3 relative to ``|x|``
+    sums would be looser than needed for fp32 on the CPU)."""
+    import torch
+
+    status = _in_interpreter()
+    if status is not None:
+        return status
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch_equivalents
+
+    executable, weights, meta = _load(directory)
+    plan = executable.plan
+    driver = _interpreting_driver(directory, plan)
+    interpreting = driver.execute
+    failures: list[str] = []
+    worst: dict[str, float] = {}
+    index = iter(range(len(plan.launches)))
+
+    def execute(launch: Any) -> None:
+        at = next(index)
+        kernel, function, args = interpreting.arguments(launch)
+        family, constexprs, dims = _launch_dims(plan, at, batch)
+        abi = FAMILIES[family].args
+        by_name = dict(zip((a.name for a in abi), args, strict=True))
+        views = {}
+        for name, (shape, stride) in torch_equivalents.shapes(family, dims, constexprs).items():
+            strides = [dims[stride] if stride else int(np.prod(shape[1:]))]
+            strides += [int(np.prod(shape[k + 1 :])) for k in range(1, len(shape))]
+            views[name] = torch.as_strided(by_name[name], shape, strides)
+        compute = torch_equivalents.equivalent(family, constexprs, dims, views)
+        want = compute().clone() if compute is not None else None
+        function[launch.grid](*args, **kernel.constexprs, num_warps=launch.block[0] // 32)
+        if want is None:
+            failures.append(f"launch {at} ({family}): no torch equivalent")
+            return
+        got = views["y"]
+        error = float((got - want).abs().max())
+        bound = 1e-4 * max(1.0, float(want.abs().max()))
+        worst[family] = max(worst.get(family, 0.0), error / bound)
+        if not error <= bound:
+            failures.append(f"launch {at} ({family}): max error {error:.3g} > {bound:.3g}")
+
+    driver.execute = execute
+    session = cuda.CudaSession(directory / "plan", plan, driver=driver)
+    try:
+        session.run(_inputs(plan, batch) | executable.bind_parameters(weights), batch)
+    finally:
+        session.close()
+    print(
+        f"{meta['model']} {meta['size']}x{meta['size']} batch {batch}: {len(plan.launches)} launches"
+    )
+    for family, ratio in sorted(worst.items()):
+        print(f"  {family}: worst error / bound {ratio:.3g}")
+    for line in failures:
+        print(f"  FAIL {line}")
+    return 1 if failures else 0
 
 
 # --- 2. the GPU run -------------------------------------------------------------
@@ -208,6 +384,103 @@ def _versions() -> None:
             found.append(f"{package} -")
     print("versions: " + ", ".join(found))
     print(f"torch device: {torch.cuda.get_device_name(0)}")
+
+
+def torch_lenet(weights: dict[str, np.ndarray]) -> Any:
+    """examples/lenet in torch (float64, CPU: the training check's reference)."""
+    import torch
+    from torch import nn
+
+    class LeNet(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 6, 5, padding=2)
+            self.conv2 = nn.Conv2d(6, 16, 5)
+            self.fc1 = nn.Linear(400, 120)
+            self.fc2 = nn.Linear(120, 84)
+            self.fc3 = nn.Linear(84, 10)
+
+        def forward(self, x: Any) -> Any:
+            x = nn.functional.max_pool2d(torch.relu(self.conv1(x)), 2)
+            x = nn.functional.avg_pool2d(torch.relu(self.conv2(x)), 2)
+            x = torch.relu(self.fc1(x.flatten(1)))
+            return self.fc3(torch.relu(self.fc2(x)))
+
+    model = LeNet().double()
+    model.load_state_dict({k: torch.tensor(v, dtype=torch.float64) for k, v in weights.items()})
+    return model
+
+
+def train_check(directory: Path, batch: int, steps: int, interpret: bool) -> int:
+    """``--model lenet-train``: ``steps`` SGD steps of the training plan through
+    ``trainer(weights, backend="cuda")`` against torch.optim.SGD in float64 on
+    the CPU, each step's loss and logits and the final parameters and momentum
+    buffers within ``tol * max(1, max|ref|)`` (the plan's precision's tol).
+    With ``interpret`` (here, no GPU) the cuda backend runs on the fake driver
+    with every launch in Triton's interpreter."""
+    import torch
+
+    if interpret:
+        status = _in_interpreter()
+        if status is not None:
+            return status
+    executable, weights, meta = _load(directory)
+    tolerance = TOLERANCE[str(meta.get("precision", "tf32"))]
+    if interpret:
+        _interpreting_driver(directory, executable.plan)
+    problem = runtime.BACKENDS["cuda"].available()
+    if problem is not None:
+        raise SystemExit(f"gpu_check: {problem}")
+    model = torch_lenet(weights)
+    named = dict(model.named_parameters())
+    groups = [
+        {"params": [p for n, p in named.items() if n.endswith("weight")]},
+        {"params": [p for n, p in named.items() if n.endswith("bias")], "weight_decay": 0.0},
+    ]
+    sgd = torch.optim.SGD(groups, lr=0.05, momentum=0.9, weight_decay=5e-4)
+    rng = np.random.default_rng(5)
+    worst = 0.0
+    failed = False
+
+    def compare(got: np.ndarray, want: np.ndarray, what: str) -> None:
+        nonlocal worst, failed
+        bound = tolerance * max(1.0, float(np.abs(want).max()))
+        error = float(np.abs(np.asarray(got, np.float64) - want).max())
+        worst = max(worst, error / bound)
+        if not (np.isfinite(got).all() and error <= bound):
+            failed = True
+            print(f"  FAIL {what}: max error {error:.3g} > {bound:.3g}")
+
+    times = []
+    with executable.trainer(weights, backend="cuda") as trainer:
+        for step in range(steps):
+            x = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
+            targets = rng.integers(0, 10, batch).astype(np.int64)
+            start = time.perf_counter()
+            loss, logits = trainer.step([x, targets])
+            times.append(time.perf_counter() - start)
+            sgd.zero_grad()
+            reference = model(torch.tensor(x, dtype=torch.float64))
+            ref_loss = torch.nn.functional.cross_entropy(reference, torch.tensor(targets))
+            ref_loss.backward()
+            sgd.step()
+            compare(loss, ref_loss.detach().numpy(), f"loss of step {step}")
+            compare(logits, reference.detach().numpy(), f"logits of step {step}")
+            print(f"  step {step}: loss {float(loss):.6f} (torch float64 {ref_loss.item():.6f})")
+        state = trainer.state_dict()
+    for name, parameter in named.items():
+        compare(state[name], parameter.detach().numpy(), name)
+        buffer = sgd.state[parameter]["momentum_buffer"].numpy()
+        compare(state[f"{name}.momentum_buffer"], buffer, f"{name}.momentum_buffer")
+    where = "the interpreting fake driver" if interpret else "the GPU"
+    print(
+        f"lenet training on {where}, batch {batch}: {steps} steps, {len(named)} parameters "
+        f"and their momentum: worst error / bound {worst:.3g} "
+        f"({meta.get('precision', 'tf32')} tol {tolerance}): {'FAIL' if failed else 'ok'}"
+    )
+    print(f"  wall per step (uploads, launches and copies back): "
+          f"first {times[0] * 1e3:.1f} ms, then median {statistics.median(times[1:] or times) * 1e3:.1f} ms")  # fmt: skip
+    return 1 if failed else 0
 
 
 def torch_yolov8n(weights: dict[str, np.ndarray]) -> Any:
@@ -353,7 +626,14 @@ def _torch_ms(forward: Callable[[], Any], warmup: int, runs: int) -> float:
     return statistics.median(times)
 
 
-def gpu_run(directory: Path, batches: list[int], warmup: int, runs: int, compile_too: bool) -> int:
+def gpu_run(
+    directory: Path,
+    batches: list[int],
+    warmup: int,
+    runs: int,
+    compile_too: bool,
+    families: bool = True,
+) -> int:
     import torch
 
     _versions()
@@ -418,6 +698,8 @@ def gpu_run(directory: Path, batches: list[int], warmup: int, runs: int, compile
                         print(
                             f"  torch.compile: failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''})"
                         )
+            if families:
+                family_table(session, plan, batch, warmup, runs)
             for index, (got, ref) in enumerate(zip(outputs, reference, strict=True)):
                 error = float(np.max(np.abs(got - ref)))
                 bound = tolerance * max(1.0, float(np.max(np.abs(ref))))
@@ -430,6 +712,49 @@ def gpu_run(directory: Path, batches: list[int], warmup: int, runs: int, compile
     return 1 if failed else 0
 
 
+def family_table(session: cuda.CudaSession, plan: Plan, batch: int, warmup: int, runs: int) -> None:
+    """Each family's launches timed alone (CUDA events over ``runs`` launches of
+    the same kernel, after ``warmup``) against their torch equivalents
+    (`torch_equivalents`, scale folded into the weight: cuDNN convolution with
+    bias, then the activation) on random tensors of the same shapes."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import torch_equivalents
+
+    ours: dict[str, float] = {}
+    theirs: dict[str, float] = {}
+    counts: dict[str, int] = {}
+    missing: dict[str, int] = {}
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    for config in session.prepare(batch):
+        family, constexprs, dims = _launch_dims(plan, config.index, batch)
+        counts[family] = counts.get(family, 0) + 1
+        ours[family] = ours.get(family, 0.0) + _events_ms(
+            session.driver, session.stream, lambda c=config: session.enqueue(c), warmup, runs
+        )
+        tensors = {
+            name: torch.randn(shape, device="cuda", generator=generator)
+            for name, (shape, _) in torch_equivalents.shapes(family, dims, constexprs).items()
+        }
+        compute = torch_equivalents.equivalent(family, constexprs, dims, tensors, fold=True)
+        if compute is None:
+            missing[family] = missing.get(family, 0) + 1
+            continue
+        with torch.no_grad():
+            theirs[family] = theirs.get(family, 0.0) + _torch_ms(compute, warmup, runs)
+    print(f"  per family at batch {batch} (sum over its launches, each timed alone):")
+    print(f"    {'family':<22} {'launches':>8} {'teeny_ir ms':>12} {'torch ms':>10} {'ratio':>7}")
+    for family in sorted(counts, key=lambda f: -ours[f]):
+        if family in missing:
+            print(f"    {family:<22} {counts[family]:>8} {ours[family]:>12.3f} "
+                  f"{'-':>10} {'-':>7} ({missing[family]} without a torch equivalent)")  # fmt: skip
+            continue
+        ratio = ours[family] / theirs[family] if theirs[family] else float("nan")
+        print(f"    {family:<22} {counts[family]:>8} {ours[family]:>12.3f} "
+              f"{theirs[family]:>10.3f} {ratio:>7.2f}")  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path, help="DIR: plan/, weights.npz, meta.json")
@@ -437,7 +762,8 @@ def main() -> int:
         "--prepare", action="store_true", help="emit the plan and weights into DIR (here)"
     )
     parser.add_argument("--dry-run", action="store_true", help="run on the fake driver (no GPU)")
-    parser.add_argument("--model", choices=("yolov8n", "lenet"), default="yolov8n")
+    parser.add_argument("--model", choices=("yolov8n", "lenet", "lenet-train"), default="yolov8n")
+    parser.add_argument("--steps", type=int, default=3, help="training steps (lenet-train)")
     parser.add_argument("--size", type=int, default=640, help="YOLOv8n input size (--prepare)")
     parser.add_argument("--archs", default="90", help="cubin archs (--prepare)")
     parser.add_argument(
@@ -448,14 +774,38 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    parser.add_argument("--no-families", action="store_true", help="skip the per-family table")
+    parser.add_argument(
+        "--python",
+        default="3.12",
+        help="the GPU side's Python, for the vendored wheels (--prepare)",
+    )
+    parser.add_argument(
+        "--interpret",
+        action="store_true",
+        help="here, no GPU: the checks on the fake driver, each launch in Triton's "
+        "interpreter (inference: every launch against its torch equivalent)",
+    )
     args = parser.parse_args()
     if args.prepare:
-        prepare(args.directory, args.model, args.size, args.archs, args.precision)
+        prepare(args.directory, args.model, args.size, args.archs, args.precision, args.python)
         return 0
     if args.dry_run:
         dry_run(args.directory, args.batches, args.arch)
         return 0
-    return gpu_run(args.directory, args.batches, args.warmup, args.runs, not args.no_compile)
+    meta = json.loads((args.directory / "meta.json").read_text())
+    if meta["model"] == "lenet-train":
+        return train_check(args.directory, args.batches[0], args.steps, args.interpret)
+    if args.interpret:
+        return check_equivalents(args.directory, args.batches[0])
+    return gpu_run(
+        args.directory,
+        args.batches,
+        args.warmup,
+        args.runs,
+        not args.no_compile,
+        not args.no_families,
+    )
 
 
 if __name__ == "__main__":

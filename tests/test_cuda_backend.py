@@ -244,26 +244,67 @@ def test_scratch_sizes_round_trip_and_stay_out_of_plans_without_them(
     assert [c.profile_scratch_size for c in compiled] == [0, 0]
 
 
-def test_gpu_without_a_cubin_for_it(lenet_plan: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("capability", "built"), [((7, 5), "sm_75"), ((10, 0), "sm_100")])
+def test_gpu_without_a_cubin_for_it(
+    lenet_plan: Path, monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int], built: str
+) -> None:
+    """sm_75 is older than every cubin; sm_100 cannot run sm_90's arch-specific
+    (sm_90a) cubins, nor sm_80's (another major version)."""
     plan = load_plan(lenet_plan)
-    driver = _fake(plan, capability=(8, 6))
+    driver = _fake(plan, capability=capability)
     with pytest.raises(BackendUnavailableError) as info:
         _run(lenet_plan, driver, 1, monkeypatch)
     first = plan.launches[0]
+    arch = built.removeprefix("sm_")
     assert str(info.value) == (
-        f"the cuda backend cannot run this plan on this sm_86 GPU: kernel '{first.kernel}' "
-        f"(num_warps={first.num_warps}, num_stages={first.num_stages}) has no sm_86 cubin and "
-        "the plan has cubins for sm_80, sm_90 only (emit it with emit-triton{archs=86})"
+        f"the cuda backend cannot run this plan on this {built} GPU: kernel '{first.kernel}' "
+        f"(num_warps={first.num_warps}, num_stages={first.num_stages}) has no cubin that runs "
+        f"on {built} and the plan has cubins for sm_80, sm_90 only (emit it with "
+        f"emit-triton{{archs={arch}}})"
     )
     assert "cuMemAlloc" not in driver.names()
 
 
-def test_sm80_gpu_loads_the_sm80_cubins(lenet_plan: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("capability", [(8, 0), (8, 6), (8, 9)])
+def test_sm8x_gpus_load_the_sm80_cubins(
+    lenet_plan: Path, monkeypatch: pytest.MonkeyPatch, capability: tuple[int, int]
+) -> None:
+    """CUDA's binary compatibility: an sm_80 cubin runs on any sm_8x GPU."""
     plan = load_plan(lenet_plan)
-    driver = _fake(plan, capability=(8, 0))
+    driver = _fake(plan, capability=capability)
     _run(lenet_plan, driver, 1, monkeypatch)
     sm80 = {c.cubin_sha256 for k in plan.kernels for c in k.compiled if c.arch == 80}
     assert {m.sha256 for m in driver.modules} == sm80
+
+
+def test_the_newest_cubin_that_runs_is_chosen(
+    lenet_plan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = load_plan(lenet_plan)
+    driver = _fake(plan, capability=(9, 0))
+    _run(lenet_plan, driver, 1, monkeypatch)
+    sm90 = {c.cubin_sha256 for k in plan.kernels for c in k.compiled if c.arch == 90}
+    assert {m.sha256 for m in driver.modules} == sm90
+
+
+def test_runs_on() -> None:
+    assert cuda.runs_on(80, 80) and cuda.runs_on(80, 86) and cuda.runs_on(86, 89)
+    assert not cuda.runs_on(86, 80) and not cuda.runs_on(80, 90) and not cuda.runs_on(75, 80)
+    assert cuda.runs_on(90, 90) and not cuda.runs_on(90, 91) and not cuda.runs_on(90, 100)
+
+
+def test_more_shared_memory_than_the_gpu_allows_is_refused(
+    lenet_plan: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plan = load_plan(lenet_plan)
+    largest = max(
+        (c for k in plan.kernels for c in k.compiled if c.arch == 80), key=lambda c: c.shared
+    )
+    driver = _fake(plan, capability=(8, 6))
+    driver.shared_optin = largest.shared - 1
+    with pytest.raises(BackendUnavailableError, match=f"needs {largest.shared} bytes of shared"):
+        _run(lenet_plan, driver, 1, monkeypatch)
+    assert "cuMemAlloc" not in driver.names()
 
 
 # --- pack_params for every family's ABI ----------------------------------------

@@ -6,10 +6,12 @@ import (``pip install 'teeny-ir[cuda]'``), that ``cuInit(0)`` succeeds and that
 ``cuDeviceGetCount`` sees at least one device, and says in one sentence which
 step failed. `CudaBackend.run` then executes the plan in a `CudaSession`:
 
-- per kernel and launch configuration, ``cuModuleLoadData`` on the cubin the
-  plan records for the device's compute capability (``sm_XY`` from
-  ``cuDeviceGetAttribute``; a plan without one is refused in one sentence
-  naming the archs it has) and ``cuModuleGetFunction`` by the kernel's name; a
+- per kernel and launch configuration, ``cuModuleLoadData`` on the newest
+  cubin the plan records that runs on the device's compute capability
+  (``sm_XY`` from ``cuDeviceGetAttribute``; `runs_on`: the same arch, or
+  below sm_90 the same major and a lower minor, so sm_80 cubins serve an sm_86
+  GPU; a plan without one is refused in one sentence naming the archs it has,
+  and so is a kernel whose shared memory exceeds the device's opt-in limit) and ``cuModuleGetFunction`` by the kernel's name; a
   kernel that needs more than 48 KiB of shared memory gets
   ``CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES``; a kernel whose Triton
   metadata asks for global or profile scratch memory is refused;
@@ -273,7 +275,16 @@ class CudaSession:
                 self.device,
             )
             self.arch = int(major) * 10 + int(minor)
+            self.shared_limit = int(
+                self._call(
+                    "cuDeviceGetAttribute",
+                    attributes.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+                    self.device,
+                )
+            )
+            """The most shared memory one block may opt in to on this GPU (bytes)."""
             compiled = self._choose()  # refuse before touching the GPU further
+            self._chosen = compiled
             context = self._call("cuDevicePrimaryCtxRetain", self.device)
             self._context = True
             self._call("cuCtxSetCurrent", context)
@@ -310,17 +321,21 @@ class CudaSession:
             if key in chosen:
                 continue
             kernel = kernels[launch.kernel]
-            spec = next(
-                (
-                    c
-                    for c in kernel.compiled
-                    if (c.arch, c.num_warps, c.num_stages)
-                    == (self.arch, launch.num_warps, launch.num_stages)
-                ),
-                None,
-            )
-            if spec is None:
+            runnable = [
+                c
+                for c in kernel.compiled
+                if (c.num_warps, c.num_stages) == (launch.num_warps, launch.num_stages)
+                and runs_on(c.arch, self.arch)
+            ]
+            if not runnable:
                 raise BackendUnavailableError(_no_cubin(self.plan, kernel, launch, self.arch))
+            spec = max(runnable, key=lambda c: c.arch)  # the newest that runs here
+            if spec.shared > self.shared_limit:
+                raise BackendUnavailableError(
+                    f"kernel '{kernel.name}' for sm_{spec.arch} needs {spec.shared} bytes of "
+                    f"shared memory and this sm_{self.arch} GPU allows a block "
+                    f"{self.shared_limit} (emit the plan with emit-triton{{archs={self.arch}}})"
+                )
             scratch = [
                 f"{size} bytes of {what} scratch memory"
                 for what, size in (
@@ -432,12 +447,7 @@ class CudaSession:
         return self.launches
 
     def _shared(self, kernel: KernelSpec, launch: LaunchSpec) -> int:
-        return next(
-            c.shared
-            for c in kernel.compiled
-            if (c.arch, c.num_warps, c.num_stages)
-            == (self.arch, launch.num_warps, launch.num_stages)
-        )
+        return self._chosen[kernel.name, launch.num_warps, launch.num_stages].shared
 
     def addresses(self, batch: int) -> dict[str, int]:
         """Every tensor a launch may bind -> its device address at ``batch``."""
@@ -453,25 +463,33 @@ class CudaSession:
         """Enqueue every launch at ``batch`` on the stream (the inputs already
         uploaded); ``after(config)``, when given, runs after each launch."""
         launches = self.prepare(batch)
-        for config, (_, pointers) in zip(launches, self._keep, strict=True):
+        for config in launches:
             for address, nbytes in self._memsets.get(config.index, ()):
                 # -1 in every int64: a status no kernel wrote reads as "not written"
                 self._call("cuMemsetD8Async", address, 0xFF, nbytes, self._stream)
-            if all(config.grid):
-                self._call(
-                    "cuLaunchKernel",
-                    config.function,
-                    *config.grid,
-                    *config.block,
-                    config.shared,
-                    self._stream,
-                    ctypes.addressof(pointers),
-                    0,
-                )
+            self.enqueue(config)
             if after is not None:
                 after(config)
             if progress is not None:
                 progress(config.index + 1, len(launches))
+
+    def enqueue(self, config: LaunchConfig) -> None:
+        """``cuLaunchKernel`` of one prepared launch on the stream (nothing for
+        an empty grid); `launch` runs them all in order (a benchmark may time
+        one alone)."""
+        if not all(config.grid):
+            return
+        _, pointers = self._keep[config.index]
+        self._call(
+            "cuLaunchKernel",
+            config.function,
+            *config.grid,
+            *config.block,
+            config.shared,
+            self._stream,
+            ctypes.addressof(pointers),
+            0,
+        )
 
     def synchronize(self) -> None:
         self._call("cuStreamSynchronize", self._stream)
@@ -574,6 +592,21 @@ class CudaSession:
         self.batch, self.arena, self.inputs, self.params, self.launches = 0, 0, {}, {}, []
 
 
+ARCH_SPECIFIC = 90
+"""From sm_90 on, Triton compiles for the arch-specific target (``sm_90a``,
+``sm_100a``: wgmma, TMA), whose cubins run on that compute capability only."""
+
+
+def runs_on(built: int, device: int) -> bool:
+    """Whether a cubin built for ``sm_<built>`` runs on an ``sm_<device>`` GPU:
+    the same arch, or (below `ARCH_SPECIFIC`) the same major version and a minor
+    one not above the device's (CUDA's binary compatibility: sm_80 runs on
+    sm_86 and sm_89, never the other way round)."""
+    if built == device:
+        return True
+    return built < ARCH_SPECIFIC and built // 10 == device // 10 and built % 10 <= device % 10
+
+
 def _no_cubin(plan: Plan, kernel: KernelSpec, launch: LaunchSpec, arch: int) -> str:
     """The sentence for a plan without a cubin for this GPU."""
     archs = sorted({c.arch for k in plan.kernels for c in k.compiled})
@@ -586,8 +619,8 @@ def _no_cubin(plan: Plan, kernel: KernelSpec, launch: LaunchSpec, arch: int) -> 
     return (
         f"the cuda backend cannot run this plan on this sm_{arch} GPU: kernel "
         f"'{kernel.name}' (num_warps={launch.num_warps}, num_stages={launch.num_stages}) has "
-        f"no sm_{arch} cubin and the plan has cubins for {has} only (emit it with "
-        f"emit-triton{{archs={arch}}})"
+        f"no cubin that runs on sm_{arch} and the plan has cubins for {has} only (emit it "
+        f"with emit-triton{{archs={arch}}})"
     )
 
 

@@ -83,9 +83,12 @@ class FakeDriver:
     _next: int = BASE_ADDRESS
 
     CUresult = SimpleNamespace(CUDA_SUCCESS=SUCCESS)
+    shared_optin: int = 232448
+    """CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (an H100's, bytes)."""
     CUdevice_attribute = SimpleNamespace(
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR="major",
         CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR="minor",
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN="shared_optin",
     )
     CUfunction_attribute = SimpleNamespace(
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES="max_dynamic_shared_size_bytes"
@@ -123,7 +126,8 @@ class FakeDriver:
 
     def cuDeviceGetAttribute(self, attribute: str, device: int) -> tuple[int, int]:
         self._record("cuDeviceGetAttribute", attribute, device)
-        return SUCCESS, self.capability[0 if attribute == "major" else 1]
+        values = {"major": self.capability[0], "minor": self.capability[1]}
+        return SUCCESS, values.get(attribute, self.shared_optin)
 
     def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[int, str]:
         self._record("cuDevicePrimaryCtxRetain", device)
@@ -278,7 +282,18 @@ class Interpreting:
             raise AssertionError(f"launch argument {address:#x} is not aligned for {dtype}")
         return region[offset : offset + (len(data) - offset) // size * size].view(kind)
 
+    def tensor_at(self, address: int, dtype: str) -> Any:
+        """The fake device memory from ``address`` to the end of its allocation,
+        as a 1-D torch tensor of ``dtype`` (``*fp32`` or ``*i64``) sharing it."""
+        return self._tensor(address, dtype)
+
     def __call__(self, launch: Launch) -> None:
+        kernel, function, args = self.arguments(launch)
+        function[launch.grid](*args, **kernel.constexprs, num_warps=launch.block[0] // 32)
+
+    def arguments(self, launch: Launch) -> tuple[KernelSpec, Any, list[Any]]:
+        """The launch's kernel spec, its imported Triton kernel and its ABI
+        arguments decoded from the parameter bytes (pointers as tensors)."""
         from teeny_ir.kernels.families import FAMILIES
 
         sha256 = launch.function.module.sha256
@@ -302,7 +317,7 @@ class Interpreting:
                 raise AssertionError(f"{kernel.name}: a scratch pointer is not NULL")
         if launch.block[1:] != (1, 1) or launch.block[0] % 32:
             raise AssertionError(f"{kernel.name}: block {launch.block}")
-        function[launch.grid](*args, **kernel.constexprs, num_warps=launch.block[0] // 32)
+        return kernel, function, args
 
 
 def _elf_size(image: int) -> int:
