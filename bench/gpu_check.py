@@ -9,9 +9,9 @@ OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
    ``emit-triton{archs=...}`` into ``DIR/plan``, the weights into
    ``DIR/weights.npz`` (numpy only: the GPU side needs no safetensors),
    ``DIR/meta.json`` (model, size, archs, precision) and, in ``DIR/site``, the
-   wheels of the plan loader's one dependency beyond numpy (jsonschema, with
-   its own, for CPython ``--python``, 3.12 by default), unpacked: the GPU side
-   puts it last on its path. DIR must reach the GPU machine (a folder git does
+   wheels of numpy and of the plan loader's jsonschema (with their own
+   dependencies, for CPython ``--python``, 3.12 by default), unpacked: the GPU
+   side puts it last on its path, so the image's own copies win. DIR must reach the GPU machine (a folder git does
    not ignore travels with the working tree).
 2. (the GPU machine) ``python bench/gpu_check.py DIR``: prints nvidia-smi's GPU
    name and the versions, then per batch (1 and 16 by default) runs the plan
@@ -67,7 +67,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+
+def _vendored_site() -> None:
+    """Put DIR/site (unpacked by ``--prepare``: see `VENDORED`) last on the
+    path, before numpy is imported: what the GPU image has wins, what it lacks
+    comes from there."""
+    for arg in sys.argv[1:]:
+        if not arg.startswith("-") and (Path(arg) / "site").is_dir():
+            sys.path.append(str(Path(arg) / "site"))
+            return
+
+
+_vendored_site()
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -136,9 +149,10 @@ def prepare(
 LENET_SGD = "optimizer=sgd lr=0.05 momentum=0.9 weight-decay=5e-4"
 """``--model lenet-train``'s optimizer (torch.optim.SGD's, decay on the weights only)."""
 
-VENDORED = ("jsonschema",)
-"""What loading a plan needs beyond numpy (and the GPU image may lack): its
-wheels, and their dependencies', for the GPU side's Python go to DIR/site."""
+VENDORED = ("numpy", "jsonschema")
+"""What the GPU side needs beyond torch and cuda-python (the image may lack
+them: torch does not need numpy): the wheels, and their dependencies', for the
+GPU side's Python go to DIR/site, pinned as installed here."""
 
 
 def _vendor(site: Path, python: str) -> None:
@@ -154,7 +168,7 @@ def _vendor(site: Path, python: str) -> None:
         command = [
             sys.executable, "-m", "pip", "download", "-q", *pins, "--dest", wheels,
             "--only-binary=:all:", "--implementation", "cp", "--python-version", python,
-            "--platform", "manylinux2014_x86_64",
+            "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux2014_x86_64",
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:
@@ -167,21 +181,11 @@ def _vendor(site: Path, python: str) -> None:
             print(f"vendored {wheel.name}")
 
 
-def _use_vendored(directory: Path) -> None:
-    """Put DIR/site last on the path where a `VENDORED` module is missing."""
-    site = directory / "site"
-    for name in VENDORED:
-        if importlib.util.find_spec(name) is None and site.is_dir():
-            sys.path.append(str(site))
-            return
-
-
 # --- shared ---------------------------------------------------------------------
 
 
 def _load(directory: Path) -> tuple[runtime.Executable, dict[str, np.ndarray], dict[str, Any]]:
     meta = json.loads((directory / "meta.json").read_text())
-    _use_vendored(directory)
     try:
         executable = runtime.load(directory / "plan")
     except ImportError as err:
