@@ -197,6 +197,7 @@ class Child:
         self.step(f"CudaSession at B={self.batches}, every launch checked", self.session)
         self.step(f"shared > 48 KiB opts in (cuFuncSetAttribute, {BIG_SHARED})", self.big_shared)
         self.step("the status memset (cuMemsetD8Async) before its launch", self.status_memset)
+        self.step("a training step's state copy (cuMemcpyDtoDAsync)", self.state_copy)
         self.step("an unimplemented entry point returns an error code", self.unimplemented)
         print(f"{self.passes} checks passed, {len(self.failures)} failed")
         for failure in self.failures:
@@ -498,6 +499,40 @@ class Child:
             self.check((memset["dst"], memset["value"], memset["count"]) == want, f"{memset}")
             self.check(names[names.index("cuMemsetD8Async") + 1] == "cuLaunchKernel", "order")
             self.check(self.device_bytes(address, 64) == b"\xff" * 64, "0xFF in device memory")
+        finally:
+            session.close()
+        self.check_live("after close()")
+
+    def state_copy(self) -> None:
+        """A `CudaTrainingSession` copies each updated state tensor into its
+        parameter on the device after a step. LeNet inference updates nothing,
+        so the carried map gets one entry by hand (the smallest parameter from
+        output 0); the copy itself is the backend's own line."""
+        from teeny_ir import runtime
+
+        session = self.cuda.CudaTrainingSession(self.plan_dir, self.plan)
+        try:
+            params = runtime.load(self.plan_dir).bind_parameters(self.weights())
+            session.upload_state(params)
+            smallest = min(self.plan.params, key=lambda p: int(self.np.prod(p.shape)))
+            session.carried = {smallest.name: 0}
+            nbytes = 4 * int(self.np.prod(smallest.shape))
+            mark = len(self.calls())
+            tensors = {
+                spec.name: x for spec, x in zip(self.plan.inputs, self.inputs(1), strict=True)
+            }
+            results = session.step(tensors, 1)
+            calls = self.calls()[mark:]
+            (copy,) = [c for c in calls if c["call"] == "cuMemcpyDtoDAsync"]
+            source = session.addresses(1)[self.plan.outputs[0]]
+            target = session.params[smallest.name]
+            got = (copy["dst"], copy["src"], copy["bytes"])
+            self.check(got == (target, source, nbytes), f"{copy}")
+            self.check(
+                self.device_bytes(target, nbytes) == self.device_bytes(source, nbytes),
+                "the parameter holds the output's bytes",
+            )
+            self.check(all(r is not None for r in results), "the user results are read back")
         finally:
             session.close()
         self.check_live("after close()")

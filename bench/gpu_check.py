@@ -482,7 +482,7 @@ def train_check(directory: Path, batch: int, steps: int, interpret: bool) -> int
         f"and their momentum: worst error / bound {worst:.3g} "
         f"({meta.get('precision', 'tf32')} tol {tolerance}): {'FAIL' if failed else 'ok'}"
     )
-    print(f"  wall per step (uploads, launches and copies back): "
+    print(f"  wall per step (inputs up, launches, results back; the state stays): "
           f"first {times[0] * 1e3:.1f} ms, then median {statistics.median(times[1:] or times) * 1e3:.1f} ms")  # fmt: skip
     return 1 if failed else 0
 

@@ -5,9 +5,14 @@ Usage: ``python cuda_fake_harness.py REQUEST.json RESULTS.npz``, with
 ``TRITON_INTERPRET=1`` (a process of its own: Triton reads it at import).
 REQUEST.json is ``{"plan": DIR, "weights": W.safetensors, "inputs": X.npz,
 "mode": "run" | "train", "steps": N}``; X.npz holds ``step{s}_in{i}`` (train) or
-``in{i}`` (run). RESULTS.npz gets ``output_{k}`` (run), or ``step{s}_result{k}``
-and the final state by weight name prefixed ``state.`` (train), and
-``launches``, the number of kernels the fake driver ran.
+``in{i}`` (run). RESULTS.npz gets ``output_{k}`` (run), or ``step{s}_result{k}``,
+``step{s}_bytes`` (the bytes that step copied host to device, device to host
+and device to device), ``resident`` and the final state by weight name
+prefixed ``state.``, read after the trainer closed (train; with
+``"touch_state_before": s`` the state is read, and so made the host's, before
+step ``s``; with ``"round_trip": true`` no parameter counts as carried, so the
+trainer gets the session that uploads every parameter and reads every output
+back), and ``launches``, the number of kernels the fake driver ran.
 """
 
 from __future__ import annotations
@@ -45,12 +50,26 @@ def main(request_file: str, results_file: str) -> int:
         for k, output in enumerate(executable.run(inputs, weights, backend="cuda")):
             results[f"output_{k}"] = output
     else:
-        with executable.trainer(weights, backend="cuda") as trainer:
+        if request.get("round_trip"):  # no parameter carried: the fallback session
+            cuda.CARRIED_KINDS = ()
+        trainer = executable.trainer(weights, backend="cuda")
+        with trainer:
+            results["resident"] = np.array(isinstance(trainer._session, cuda.CudaTrainingSession))
             for step in range(int(request["steps"])):
+                if step == request.get("touch_state_before"):
+                    # Reading the state copies it back; the next step uploads it again.
+                    trainer.state["conv1.bias"] += 0.0
+                mark = len(driver.calls)
                 inputs = [arrays[f"step{step}_in{i}"] for i in range(count)]
                 for k, value in enumerate(trainer.step(inputs)):
                     results[f"step{step}_result{k}"] = value
-            results |= {f"state.{n}": a for n, a in trainer.state_dict().items()}
+                moved = {"cuMemcpyHtoD": 0, "cuMemcpyDtoH": 0, "cuMemcpyDtoDAsync": 0}
+                for name, args in driver.calls[mark:]:
+                    if name in moved:
+                        moved[name] += int(args[-2] if name == "cuMemcpyDtoDAsync" else args[2])
+                results[f"step{step}_bytes"] = np.array(list(moved.values()))
+        # Closing copied the state back: it is readable after the session ended.
+        results |= {f"state.{n}": a for n, a in trainer.state_dict().items()}
     results["launches"] = np.array(len(driver.launches))
     np.savez(results_file, **results)
     return 0

@@ -8,9 +8,11 @@ interpreter backend running the same plan: the same kernels on the same
 memory layout.
 
 One harness process per run (``tests/cuda_fake_harness.py``, with
-``TRITON_INTERPRET=1``): a LeNet training plan (two SGD-with-momentum steps at
-batch 2: the second step must see the parameters the first one updated) and a
-C2f-like inference block whose split and concat are views of one buffer.
+``TRITON_INTERPRET=1``): a LeNet training plan (three SGD-with-momentum steps at
+batch 2, the state kept on the device: each step must see the parameters the one
+before updated, copied on the device; reading the state on the host before the
+third makes that step upload it again) and a C2f-like inference block whose
+split and concat are views of one buffer.
 """
 
 from __future__ import annotations
@@ -93,23 +95,24 @@ def test_lenet_training_steps_on_the_interpreting_fake_match_the_interpreter(
         tmp_path / "plan",
     )
     rng = np.random.default_rng(7)
-    steps, batch = 2, 2
+    steps, batch = 3, 2
     arrays = {}
     for step in range(steps):
         arrays[f"step{step}_in0"] = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
         arrays[f"step{step}_in1"] = rng.integers(0, 10, batch).astype(np.int64)
     np.savez(tmp_path / "inputs.npz", **arrays)
     weights = str(LENET / "lenet.safetensors")
-    got = _harness(
-        tmp_path,
-        {
-            "plan": str(plan),
-            "weights": weights,
-            "inputs": str(tmp_path / "inputs.npz"),
-            "mode": "train",
-            "steps": steps,
-        },
-    )
+    request = {
+        "plan": str(plan),
+        "weights": weights,
+        "inputs": str(tmp_path / "inputs.npz"),
+        "mode": "train",
+        "steps": steps,
+        "touch_state_before": 2,
+    }
+    got = _harness(tmp_path, request)
+    round_trip = _harness(tmp_path, request | {"round_trip": True})
+    assert not bool(round_trip["resident"])
     executable = runtime.load(plan)
     assert int(got["launches"]) == steps * len(executable.plan.launches)
     with executable.trainer(weights) as trainer:
@@ -117,14 +120,29 @@ def test_lenet_training_steps_on_the_interpreting_fake_match_the_interpreter(
             results = trainer.step([arrays[f"step{step}_in0"], arrays[f"step{step}_in1"]])
             for k, want in enumerate(results):
                 assert np.array_equal(got[f"step{step}_result{k}"], want), (step, k)
+                assert np.array_equal(round_trip[f"step{step}_result{k}"], want), (step, k)
         state = trainer.state_dict()
     initial = runtime.read_weights(weights)
     for name, want in state.items():
         assert np.array_equal(got[f"state.{name}"], want), name
+        assert np.array_equal(round_trip[f"state.{name}"], want), name
         if name in initial:  # every parameter moved, on both backends alike
             assert not np.array_equal(want, initial[name]), name
     losses = [float(got[f"step{s}_result0"]) for s in range(steps)]
     assert all(np.isfinite(losses)) and losses[0] != losses[1]
+    # The state stays on the device: a step uploads its inputs only and reads back
+    # the user results (and status) only, but after the host's state was read.
+    assert bool(got["resident"])
+    spec = executable.plan
+    inputs = sum(arrays[f"step0_in{i}"].nbytes for i in range(len(spec.inputs)))
+    params = sum(4 * int(np.prod(p.shape)) for p in spec.params)
+    state = sum(
+        4 * int(np.prod(p.shape)) for p in spec.params if p.derivation.kind == "identity"
+    )
+    first, second, third = (got[f"step{s}_bytes"] for s in range(steps))
+    assert first[0] == params + inputs and second[0] == third[0] - params == inputs
+    assert first[1] == second[1] == third[1] < 4096  # the loss, the logits, the status
+    assert first[2] == second[2] == third[2] == state
 
 
 @pytest.mark.parametrize("batch", [3])

@@ -661,6 +661,23 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t nbytes) {
     return CUDA_SUCCESS;
 }
 
+EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t nbytes,
+                                     CUstream stream) {
+    pthread_mutex_lock(&lock);
+    CHECK_INIT();
+    log_call("cuMemcpyDtoDAsync", ", \"dst\": %llu, \"src\": %llu, \"bytes\": %zu, \"stream\": %d",
+             dst, src, nbytes, valid_stream(stream) ? stream_id(stream) : -1);
+    if (!valid_stream(stream)) {
+        return fail("cuMemcpyDtoDAsync", CUDA_ERROR_INVALID_HANDLE, "unknown stream");
+    }
+    if (!in_allocation(dst, nbytes) || !in_allocation(src, nbytes)) {
+        return fail("cuMemcpyDtoDAsync", CUDA_ERROR_INVALID_VALUE, "range outside an allocation");
+    }
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, nbytes);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t count, CUstream stream) {
     pthread_mutex_lock(&lock);
     CHECK_INIT();
@@ -829,6 +846,7 @@ static const struct {
     {"cuMemFree", 3020, (void *)cuMemFree_v2},
     {"cuMemcpyHtoD", 3020, (void *)cuMemcpyHtoD_v2},
     {"cuMemcpyDtoH", 3020, (void *)cuMemcpyDtoH_v2},
+    {"cuMemcpyDtoDAsync", 3020, (void *)cuMemcpyDtoDAsync_v2},
     {"cuMemsetD32Async", 3020, (void *)cuMemsetD32Async},
     {"cuMemsetD8Async", 3020, (void *)cuMemsetD8Async},
     {"cuLaunchKernel", 4000, (void *)cuLaunchKernel},

@@ -16,9 +16,11 @@ The steps run in one `teeny_ir.runtime.backends.Session` of the chosen backend
 (``backend="interpreter"``, the default, or ``"cuda"``): on the interpreter one
 worker process serves every step (Triton's import and the kernel files are
 loaded once); on the cuda backend the modules, the arena and the stream stay
-on the GPU, and each step uploads the inputs and the current parameters and
-reads every output back (the state lives on the host, so `state_dict` and
-`save` need no copy). Close the trainer (or use it as a context manager) to
+on the GPU, and so does the state (`CudaTrainingSession`): each step uploads
+the inputs, reads back the user results and copies each updated tensor into
+its parameter on the device. The host's copy is refreshed when it is asked
+for (`state`, `state_dict`, `save`); after `state` (whose arrays the caller
+may change in place) the next step uploads the state again. Close the trainer (or use it as a context manager) to
 end the session.
 
 Importing this module imports neither numpy, torch nor triton.
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends import usable_backend
+from teeny_ir.runtime.backends.cuda import CudaTrainingSession
 from teeny_ir.runtime.errors import RuntimeInputError
 
 if TYPE_CHECKING:
@@ -61,15 +64,39 @@ class Trainer:
             )
         chosen = usable_backend(backend)
         executable.check_weights(weights)
-        self.state: dict[str, np.ndarray] = {}
+        self._state: dict[str, np.ndarray] = {}
         for spec in plan.weights:
             if spec.name in weights:
-                self.state[spec.name] = np.array(weights[spec.name], np.float32, order="C")
+                self._state[spec.name] = np.array(weights[spec.name], np.float32, order="C")
             else:  # zero_default optimizer state (check_weights allowed its absence)
-                self.state[spec.name] = np.zeros(spec.shape, np.float32)
+                self._state[spec.name] = np.zeros(spec.shape, np.float32)
         self.steps = 0
         self.backend = chosen.name
         self._session: Session | None = chosen.session(executable.directory, plan)
+        self._host_current = True
+        """Whether ``_state`` holds the current state (else the device does)."""
+        self._device_current = False
+        """Whether the device holds the current state (resident sessions only)."""
+
+    @property
+    def state(self) -> dict[str, np.ndarray]:
+        """The state by weight name (parameters, statistics, optimizer state),
+        the trainer's own arrays: changing one in place changes what the next
+        step trains from. On a session that keeps the state on the device, it
+        is copied back first, and the next step uploads it again."""
+        self._sync()
+        self._device_current = False  # the caller may change it in place
+        return self._state
+
+    def _sync(self) -> None:
+        """Copy the state back from a resident session if the host's is stale."""
+        if self._host_current:
+            return
+        if not isinstance(self._session, CudaTrainingSession):
+            raise RuntimeInputError("the trainer is closed and its state was never copied back")
+        for weight, value in self._session.read_state().items():
+            self._state[weight][...] = value.reshape(self._state[weight].shape)
+        self._host_current = True
 
     def step(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run one step on ``inputs``; returns its user results (the loss first).
@@ -80,16 +107,28 @@ class Trainer:
         batch = executable.check_inputs(inputs)
         executable.check_batch(batch)
         self.check_indices(inputs)
-        params = executable.bind_parameters(self.state)
         tensors = {
             spec.name: array for spec, array in zip(executable.plan.inputs, inputs, strict=True)
         }
-        outputs = self._session.run(tensors | params, batch)
+        session = self._session
+        if isinstance(session, CudaTrainingSession):
+            if not self._device_current:  # the first step, or the host's state changed
+                self._sync()
+                session.upload_state(executable.bind_parameters(self._state))
+                self._device_current = True
+            stepped = session.step(tensors, batch)
+            self._host_current = False
+            self.steps += 1
+            return [
+                o for k, o in enumerate(stepped) if o is not None and not executable.plan.role(k)[0]
+            ]
+        params = executable.bind_parameters(self._state)
+        outputs = session.run(tensors | params, batch)
         results = []
         for index, output in enumerate(outputs):
             role, weight = executable.plan.role(index)
             if role in ("updated", "running"):
-                self.state[weight][...] = output
+                self._state[weight][...] = output
             elif not role:
                 results.append(output)
         self.steps += 1
@@ -101,7 +140,8 @@ class Trainer:
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Parameters, running statistics and optimizer state by PyTorch's names (copies)."""
-        return {name: array.copy() for name, array in self.state.items()}
+        self._sync()
+        return {name: array.copy() for name, array in self._state.items()}
 
     def save(self, path: str | os.PathLike[str], metadata: Mapping[str, str] | None = None) -> None:
         """Write `state_dict` to ``path`` as safetensors, atomically (a temporary
@@ -120,9 +160,14 @@ class Trainer:
             raise
 
     def close(self) -> None:
-        """End the worker session."""
-        session, self._session = self._session, None
-        if session is not None:
+        """End the session (a resident one's state copied back to the host
+        first, so `state_dict` and `save` still work)."""
+        if self._session is None:
+            return
+        try:
+            self._sync()
+        finally:
+            session, self._session = self._session, None
             session.close()
 
     def __enter__(self) -> Trainer:

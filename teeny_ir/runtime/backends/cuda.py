@@ -220,8 +220,17 @@ class CudaBackend:
 
     def session(self, directory: Path, plan: Plan) -> CudaSession:
         """A `CudaSession` for repeated runs (a trainer's steps): modules, arena
-        and stream stay loaded, and every run uploads the parameters it is given."""
-        return CudaSession(directory, plan, driver=self._driver(), refresh_params=True)
+        and stream stay loaded, and every run uploads the parameters it is
+        given; for a training plan whose state can stay on the GPU
+        (`CudaTrainingSession.resident`), the session a trainer steps without
+        copying its state back and forth."""
+        driver = self._driver()
+        if any(role in STATE_ROLES for role, _ in plan.roles):
+            training = CudaTrainingSession(directory, plan, driver=driver)
+            if training.resident:
+                return training
+            training.close()
+        return CudaSession(directory, plan, driver=driver, refresh_params=True)
 
 
 class CudaSession:
@@ -605,6 +614,90 @@ def runs_on(built: int, device: int) -> bool:
     if built == device:
         return True
     return built < ARCH_SPECIFIC and built // 10 == device // 10 and built % 10 <= device % 10
+
+
+STATE_ROLES = ("updated", "running")
+"""The plan roles of the outputs that replace a training state tensor."""
+CARRIED_KINDS = ("identity", "reshape")
+"""Derivations whose parameter holds its weight's bytes as they are."""
+
+
+class CudaTrainingSession(CudaSession):
+    """A training plan whose state stays on the GPU between steps.
+
+    `carried` maps each parameter that is its weight's bytes (an identity or
+    reshape derivation) of a weight that an output updates to that output:
+    after a step, ``cuMemcpyDtoDAsync`` copies the output into the parameter,
+    so the next step reads the new state without a round trip through the host.
+    Every other parameter must derive from weights no output updates (fills,
+    literals, frozen weights): it is uploaded with the rest by `upload_state`
+    and stays. `resident` says whether the plan is all of that (and every
+    carried output a whole buffer); `CudaBackend.session` falls back to a
+    `CudaSession` that uploads every parameter on each run otherwise.
+
+    `step` uploads only the inputs and reads back only the user results (role
+    ``""``; gradients and state are not copied); `read_state` copies the state
+    back, one tensor per updated weight, when the trainer needs it on the host.
+    """
+
+    def __init__(self, directory: Path, plan: Plan, driver: Any = None, device: int = 0) -> None:
+        super().__init__(directory, plan, driver, device)
+        updated = {weight: k for k, (role, weight) in enumerate(plan.roles) if role in STATE_ROLES}
+        buffers = {b.name for b in plan.buffers}
+        self.carried: dict[str, int] = {}
+        """Parameter name -> index of the output that holds its next value."""
+        self.resident = True
+        for param in plan.params:
+            sources = param.derivation.sources
+            if param.derivation.kind in CARRIED_KINDS and sources[0] in updated:
+                output = updated[sources[0]]
+                if plan.outputs[output] not in buffers:  # a view: not one contiguous run
+                    self.resident = False
+                self.carried[param.name] = output
+            elif any(source in updated for source in sources):
+                self.resident = False  # derived from changing state: the host must derive it
+        self.state_params = {plan.role(k)[1]: p for p, k in reversed(self.carried.items())}
+        """Updated weight -> one parameter holding it (what `read_state` copies back)."""
+
+    def upload_state(self, params: Mapping[str, np.ndarray]) -> None:
+        """Upload every parameter (the trainer's state bound by the plan's
+        derivations): at the first step, and after the host state changed."""
+        self.upload_params(params, refresh=True)
+
+    def step(self, inputs: Mapping[str, np.ndarray], batch: int) -> list[np.ndarray | None]:
+        """One step on the parameters on the device: outputs in return order,
+        the user results read back and None for every other output; the state
+        outputs are copied into their parameters (after the status check, so
+        a step refused for bad data leaves the state as it was)."""
+        from teeny_ir.runtime.checks import check_statuses, status_tensors
+
+        plan = self.plan
+        self.prepare(batch)
+        for spec in plan.inputs:
+            self._upload(self.inputs[spec.name], inputs[spec.name])
+        self.launch(batch)
+        self.synchronize()
+        statuses = {
+            name: self.read(name, batch).reshape(-1).tolist()
+            for _, name, _ in status_tensors(plan)
+        }
+        check_statuses(plan, statuses, batch)
+        addresses = self.addresses(batch)
+        shapes = {p.name: p.shape for p in plan.params}
+        for param, output in self.carried.items():
+            nbytes = math.prod(shapes[param]) * memory.BYTES["f32"]
+            source = addresses[plan.outputs[output]]
+            self._call("cuMemcpyDtoDAsync", self.params[param], source, nbytes, self._stream)
+        results: list[np.ndarray | None] = [
+            self.read(name, batch) if not plan.role(k)[0] else None
+            for k, name in enumerate(plan.outputs)
+        ]
+        self.synchronize()
+        return results
+
+    def read_state(self) -> dict[str, np.ndarray]:
+        """Every updated weight's current value, copied back from its parameter."""
+        return {weight: self.read(param, self.batch) for weight, param in self.state_params.items()}
 
 
 def _no_cubin(plan: Plan, kernel: KernelSpec, launch: LaunchSpec, arch: int) -> str:

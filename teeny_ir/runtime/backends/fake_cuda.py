@@ -197,6 +197,12 @@ class FakeDriver:
         ctypes.memmove(host, self.read(device, nbytes), nbytes)
         return (SUCCESS,)
 
+    def cuMemcpyDtoDAsync(self, dst: int, src: int, nbytes: int, stream: str) -> tuple[int]:
+        self._record("cuMemcpyDtoDAsync", dst, src, nbytes, stream)
+        data, offset = self._region(dst, nbytes)
+        data[offset : offset + nbytes] = self.read(src, nbytes)
+        return (SUCCESS,)
+
     def cuMemsetD32Async(self, device: int, value: int, count: int, stream: str) -> tuple[int]:
         self._record("cuMemsetD32Async", device, value, count, stream)
         data, offset = self._region(device, 4 * count)
