@@ -9,9 +9,10 @@ OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
    ``emit-triton{archs=...}`` into ``DIR/plan``, the weights into
    ``DIR/weights.npz`` (numpy only: the GPU side needs no safetensors),
    ``DIR/meta.json`` (model, size, archs, precision) and, in ``DIR/site``, the
-   wheels of numpy and of the plan loader's jsonschema (with their own
-   dependencies, for CPython ``--python``, 3.12 by default), unpacked: the GPU
-   side puts it last on its path, so the image's own copies win. DIR must reach the GPU machine (a folder git does
+   wheels of the plan loader's jsonschema (with its own dependencies, for
+   CPython ``--python``, 3.12 by default; ``--vendor-numpy`` adds numpy for an
+   image without it), unpacked: the GPU side puts it last on its path, so the
+   image's own copies win. DIR must reach the GPU machine (a folder git does
    not ignore travels with the working tree).
 2. (the GPU machine) ``python bench/gpu_check.py DIR``: prints nvidia-smi's GPU
    name and the versions, then per batch (1 and 16 by default) runs the plan
@@ -80,7 +81,12 @@ def _vendored_site() -> None:
 
 _vendored_site()
 
-import numpy as np  # noqa: E402
+try:
+    import numpy as np
+except ModuleNotFoundError:
+    raise SystemExit(
+        "gpu_check: this Python has no numpy; prepare DIR with --vendor-numpy"
+    ) from None
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -107,7 +113,13 @@ def _load_by_path(name: str, path: Path) -> Any:
 
 
 def prepare(
-    directory: Path, model: str, size: int, archs: str, precision: str, python: str
+    directory: Path,
+    model: str,
+    size: int,
+    archs: str,
+    precision: str,
+    python: str,
+    vendor_numpy: bool = False,
 ) -> None:
     """Emit the plan with cubins into DIR/plan, the weights into DIR/weights.npz
     and the plan loader's one dependency beyond numpy into DIR/site."""
@@ -138,7 +150,7 @@ def prepare(
     teeny_ir.PassManager.parse(pipeline).run(module)
     print(f"emitted {plan_dir} (archs {archs}) in {time.perf_counter() - start:.1f} s")
     np.savez(directory / "weights.npz", **{k: np.asarray(v) for k, v in weights.items()})
-    _vendor(directory / "site", python)
+    _vendor(directory / "site", python, ("numpy",) if vendor_numpy else ())
     meta = {"model": model, "size": size, "archs": archs, "precision": precision}
     (directory / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     files = [p for p in directory.rglob("*") if p.is_file()]
@@ -149,13 +161,14 @@ def prepare(
 LENET_SGD = "optimizer=sgd lr=0.05 momentum=0.9 weight-decay=5e-4"
 """``--model lenet-train``'s optimizer (torch.optim.SGD's, decay on the weights only)."""
 
-VENDORED = ("numpy", "jsonschema")
-"""What the GPU side needs beyond torch and cuda-python (the image may lack
-them: torch does not need numpy): the wheels, and their dependencies', for the
-GPU side's Python go to DIR/site, pinned as installed here."""
+VENDORED = ("jsonschema",)
+"""What the GPU side needs beyond torch, numpy and cuda-python (the plan
+loader's validator): the wheels, and their dependencies', for the GPU side's
+Python go to DIR/site, pinned as installed here. ``--vendor-numpy`` adds numpy
+(about 60 MB unpacked) for an image without it: torch does not need numpy."""
 
 
-def _vendor(site: Path, python: str) -> None:
+def _vendor(site: Path, python: str, extra: tuple[str, ...] = ()) -> None:
     """Download the wheels of `VENDORED` (pinned as installed here) for CPython
     ``python`` (``3.12``) on x86-64 Linux and unpack them into ``site``, which
     the GPU side puts last on its path (its own copies, if any, win)."""
@@ -163,7 +176,7 @@ def _vendor(site: Path, python: str) -> None:
     import zipfile
     from importlib.metadata import version
 
-    pins = [f"{name}=={version(name)}" for name in VENDORED]
+    pins = [f"{name}=={version(name)}" for name in (*extra, *VENDORED)]
     with tempfile.TemporaryDirectory() as wheels:
         command = [
             sys.executable, "-m", "pip", "download", "-q", *pins, "--dest", wheels,
@@ -785,6 +798,9 @@ def main() -> int:
         help="the GPU side's Python, for the vendored wheels (--prepare)",
     )
     parser.add_argument(
+        "--vendor-numpy", action="store_true", help="also unpack numpy into DIR/site (--prepare)"
+    )
+    parser.add_argument(
         "--interpret",
         action="store_true",
         help="here, no GPU: the checks on the fake driver, each launch in Triton's "
@@ -792,7 +808,15 @@ def main() -> int:
     )
     args = parser.parse_args()
     if args.prepare:
-        prepare(args.directory, args.model, args.size, args.archs, args.precision, args.python)
+        prepare(
+            args.directory,
+            args.model,
+            args.size,
+            args.archs,
+            args.precision,
+            args.python,
+            args.vendor_numpy,
+        )
         return 0
     if args.dry_run:
         dry_run(args.directory, args.batches, args.arch)
