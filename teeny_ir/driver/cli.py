@@ -40,3 +40,17 @@ def parse_args(
         return 1
     except SystemExit as exit_:  # --help
         return exit_.code if isinstance(exit_.code, int) else 0
+
+
+def add_backend_argument(parser: argparse.ArgumentParser) -> None:
+    """``--backend NAME``: the names of `teeny_ir.runtime.backends.BACKENDS`
+    (read when the parser is made), ``interpreter`` by default, each backend's
+    description in the help."""
+    from teeny_ir.runtime import backends
+
+    parser.add_argument(
+        "--backend",
+        choices=tuple(backends.BACKENDS),
+        default="interpreter",
+        help="; ".join(f"{name}: {b.description}" for name, b in backends.BACKENDS.items()),
+    )

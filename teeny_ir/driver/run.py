@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.core.files import OutputError, check_not_input, check_output, read_npy, write_npz
-from teeny_ir.driver.cli import ArgumentParser, parse_args
+from teeny_ir.driver.cli import ArgumentParser, add_backend_argument, parse_args
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
@@ -37,8 +37,6 @@ PROG = "teeny-run"
 
 
 def _make_parser(stdout: TextIO) -> ArgumentParser:
-    from teeny_ir.runtime.backends import BACKENDS
-
     parser = ArgumentParser(
         stdout,
         prog=PROG,
@@ -54,12 +52,7 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
         help="an input array, once per @forward argument, in order",
     )
     parser.add_argument("-o", dest="output", required=True, metavar="OUT.npz")
-    parser.add_argument(
-        "--backend",
-        choices=tuple(BACKENDS),
-        default="interpreter",
-        help="; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()),
-    )
+    add_backend_argument(parser)
     parser.add_argument("--timing", action="store_true", help="print stage times to stderr")
     parser.add_argument(
         "--compare-reference",

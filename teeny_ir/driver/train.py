@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from teeny_ir.core.files import OutputError, check_not_input, check_output
-from teeny_ir.driver.cli import ArgumentParser, parse_args
+from teeny_ir.driver.cli import ArgumentParser, add_backend_argument, parse_args
 from teeny_ir.runtime.trainer import check_indices
 
 if TYPE_CHECKING:
@@ -49,8 +49,6 @@ STEPS_KEY = "teeny.steps"
 
 
 def _make_parser(stdout: TextIO) -> ArgumentParser:
-    from teeny_ir.runtime.backends import BACKENDS
-
     parser = ArgumentParser(
         stdout,
         prog=PROG,
@@ -70,12 +68,7 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
     )
     parser.add_argument("--steps", required=True, type=int, metavar="N", help="steps to run")
     parser.add_argument("-o", dest="output", required=True, metavar="OUT.safetensors")
-    parser.add_argument(
-        "--backend",
-        choices=tuple(BACKENDS),
-        default="interpreter",
-        help="; ".join(f"{name}: {b.description}" for name, b in BACKENDS.items()),
-    )
+    add_backend_argument(parser)
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
