@@ -75,3 +75,35 @@ def gemm_epilogue(
     if HAS_RESIDUAL:
         v += tl.load(residual, mask=mask, other=0.0)
     return v
+
+
+@triton.jit
+def channel_mean(
+    x, plane, c_mask, count, HW, x_batch_stride, BLOCK_C: tl.constexpr, BLOCK_R: tl.constexpr
+):
+    """The batch-norm families' first pass: for a block of ``BLOCK_C`` channels
+    (``plane = c * HW``, ``c_mask`` the channels that exist), the fp32 mean of
+    ``x`` over the ``count = B * HW`` values of each, image ``b`` at ``b *
+    x_batch_stride``; chunks of ``BLOCK_R`` along the flat index, per-lane
+    accumulators, then one tree sum per channel (a fixed order, no atomics)."""
+    acc = tl.zeros((BLOCK_C, BLOCK_R), dtype=tl.float32)
+    for start in range(0, count, BLOCK_R):
+        f = start + tl.arange(0, BLOCK_R)
+        b = f // HW
+        column = b * x_batch_stride + (f - b * HW)
+        mask = c_mask[:, None] & (f < count)[None, :]
+        acc += tl.load(x + plane[:, None] + column[None, :], mask=mask, other=0.0)
+    return tl.sum(acc, axis=1) / count.to(tl.float32)
+
+
+@triton.jit
+def centred_statistics(mean, s1, s2, n):
+    """The batch-norm families' second pass, finished: from the first pass's
+    ``mean`` and the per-lane centred sums ``s1 = sum(d)``, ``s2 = sum(d * d)``
+    (``d = x - mean``) over ``n`` values, the corrected mean, its correction
+    ``shift = sum(d) / n`` and ``m2 = sum((x - mean')**2)`` (never below 0),
+    without the cancellation of a one-pass ``E[x^2] - mean^2``."""
+    d1 = tl.sum(s1, axis=1)
+    shift = d1 / n
+    m2 = tl.maximum(tl.sum(s2, axis=1) - d1 * shift, 0.0)
+    return mean + shift, shift, m2

@@ -45,15 +45,8 @@ def batch_norm_backward(
     n = count.to(tl.float32)
     eps = tl.load(hyper)
 
-    # Pass 1: the mean of x.
-    acc = tl.zeros((BLOCK_C, BLOCK_R), dtype=tl.float32)
-    for start in range(0, count, BLOCK_R):
-        f = start + tl.arange(0, BLOCK_R)
-        b = f // HW
-        column = b * x_batch_stride + (f - b * HW)
-        mask = c_mask[:, None] & (f < count)[None, :]
-        acc += tl.load(x + plane[:, None] + column[None, :], mask=mask, other=0.0)
-    mean = tl.sum(acc, axis=1) / n
+    # Pass 1: the mean of x (a shared helper, pasted in by rendering).
+    mean = channel_mean(x, plane, c_mask, count, HW, x_batch_stride, BLOCK_C, BLOCK_R)  # noqa: F821
 
     # Pass 2: the centred sums and the sums of dy.
     s1 = tl.zeros((BLOCK_C, BLOCK_R), dtype=tl.float32)
@@ -72,10 +65,8 @@ def batch_norm_backward(
         s2 += d * d
         g1 += g
         g2 += g * d
-    d1 = tl.sum(s1, axis=1)
-    shift = d1 / n
-    mean = mean + shift
-    var = tl.maximum(tl.sum(s2, axis=1) - d1 * shift, 0.0) / n
+    mean, shift, m2 = centred_statistics(mean, s1, s2, n)  # noqa: F821 - a shared helper
+    var = m2 / n
     rstd = 1.0 / tl.sqrt_rn(var + eps)
     sum_dy = tl.sum(g1, axis=1)
     sum_dyx = rstd * (tl.sum(g2, axis=1) - shift * sum_dy)

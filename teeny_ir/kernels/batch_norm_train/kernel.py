@@ -49,15 +49,8 @@ def batch_norm_train(
     momentum = tl.load(hyper + 1)
     keep = tl.load(hyper + 2)
 
-    # Pass 1: the mean.
-    acc = tl.zeros((BLOCK_C, BLOCK_R), dtype=tl.float32)
-    for start in range(0, count, BLOCK_R):
-        f = start + tl.arange(0, BLOCK_R)
-        b = f // HW
-        column = b * x_batch_stride + (f - b * HW)
-        mask = c_mask[:, None] & (f < count)[None, :]
-        acc += tl.load(x + plane[:, None] + column[None, :], mask=mask, other=0.0)
-    mean = tl.sum(acc, axis=1) / n
+    # Pass 1: the mean (a shared helper, pasted in by rendering).
+    mean = channel_mean(x, plane, c_mask, count, HW, x_batch_stride, BLOCK_C, BLOCK_R)  # noqa: F821
 
     # Pass 2: the centred sums.
     s1 = tl.zeros((BLOCK_C, BLOCK_R), dtype=tl.float32)
@@ -71,10 +64,7 @@ def batch_norm_train(
         d = tl.where(mask, v - mean[:, None], 0.0)
         s1 += d
         s2 += d * d
-    d1 = tl.sum(s1, axis=1)
-    shift = d1 / n
-    mean = mean + shift
-    m2 = tl.maximum(tl.sum(s2, axis=1) - d1 * shift, 0.0)
+    mean, _, m2 = centred_statistics(mean, s1, s2, n)  # noqa: F821 - a shared helper
     var = m2 / n
     rstd = 1.0 / tl.sqrt_rn(var + eps)
     scale = rstd * tl.load(gamma + channel, mask=c_mask, other=0.0)
