@@ -9,6 +9,7 @@ line. The validator itself is also exercised directly at batches above 64.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import re
@@ -64,7 +65,9 @@ def kernel_ir(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         directory = tmp_path_factory.mktemp(family)
         (directory / "graph.mlir").write_text(text)
         out = directory / "kernel.mlir"
-        code, _, err = teeny_opt(str(directory / "graph.mlir"), "-p", "teeny-inference", "-o", str(out))
+        code, _, err = teeny_opt(
+            str(directory / "graph.mlir"), "-p", "teeny-inference", "-o", str(out)
+        )
         assert code == 0, err
         lowered[family] = out.read_text()
     return lowered
@@ -394,3 +397,19 @@ def test_validation_is_memoised_per_contract() -> None:
     before = validator._validate.cache_info().hits
     validator.validate(contract)
     assert validator._validate.cache_info().hits == before + 1
+    # The same launch under other tensor names (as the plan names what the IR
+    # calls SSA values), with a tensor no pointer binds: the same proof.
+    renamed = dataclasses.replace(
+        contract,
+        args=tuple((arg, {"a": "t7", "o": "v2"}.get(key, key)) for arg, key in contract.args),
+        tensors=(("v2", ("B", 4, 4, 4)), ("t7", ("B", 4, 4, 4)), ("unused", (3,))),
+    )
+    assert validator.canonical(renamed) == validator.canonical(contract)
+    validator.validate(renamed)
+    assert validator._validate.cache_info().hits == before + 2
+    # A failing launch is reported under its own names, not the canonical ones.
+    small = dataclasses.replace(
+        renamed, tensors=(("v2", ("B - 1", 4, 4, 4)), ("t7", ("B", 4, 4, 4)))
+    )
+    with pytest.raises(validator.ContractError, match=r"tensor 'v2' has shape \[0, 4, 4, 4\]"):
+        validator.validate(small)

@@ -17,8 +17,11 @@ batch size asked (1..64 when verifying; the actual batch at run time):
 - each grid axis launches between the programs the tile model needs and the
   hardware limit.
 
-Results are memoised on the whole contract (a frozen, hashable value), so a
-graph of many identical blocks is proven once per distinct launch. Messages
+Results are memoised on the whole contract (a frozen, hashable value) with its
+tensors renamed by first use (`canonical`), so a graph of many identical
+blocks is proven once per distinct launch, and a launch the kernel dialect
+verified is not proven again when the plan that names its tensors otherwise is
+loaded. Messages
 are single sentences; callers add where (an op's location, a plan launch).
 Only the standard library is imported.
 """
@@ -129,8 +132,49 @@ def parse_over_batch(what: str, text: str) -> expressions.Expr:
 
 
 def validate(contract: LaunchContract, batches: Sequence[int] = COVERAGE_BATCHES) -> None:
-    """Prove ``contract`` for every batch in ``batches`` (raises `ContractError`)."""
-    _validate(contract, tuple(batches))
+    """Prove ``contract`` for every batch in ``batches`` (raises `ContractError`).
+
+    The proof is memoised on the contract with its tensors renamed by first use
+    (`canonical`), so the same launch described by the kernel dialect (SSA
+    values) and by the plan (buffer names) is proven once; a launch that fails
+    is proven again under its own names, for the message."""
+    batches = tuple(batches)
+    try:
+        _validate(canonical(contract), batches)
+    except ContractError:
+        _validate(contract, batches)
+        raise
+
+
+def canonical(contract: LaunchContract) -> LaunchContract:
+    """``contract`` with each tensor a pointer binds renamed ``%0``, ``%1``, ...
+    in the order the arguments first bind it, and the tensors no pointer binds
+    left out: what a proof depends on, without the caller's names."""
+    family = FAMILIES.get(contract.family)
+    if family is None:
+        return contract
+    kinds = {a.name: a.kind for a in family.args}
+    names: dict[str, str] = {}
+    for arg, key in contract.args:
+        if kinds.get(arg) in POINTER_KINDS and key not in names:
+            names[key] = f"%{len(names)}"
+    tensors = dict(contract.tensors)
+    if any(key not in tensors for key in names):
+        return contract  # an unbound pointer: the message names it
+    strides = dict(contract.strides)
+    return LaunchContract(
+        family=contract.family,
+        constexprs=contract.constexprs,
+        args=tuple(
+            (arg, names[key] if kinds.get(arg) in POINTER_KINDS else key)
+            for arg, key in contract.args
+        ),
+        tensors=tuple((names[key], tensors[key]) for key in names),
+        grid=contract.grid,
+        num_warps=contract.num_warps,
+        num_stages=contract.num_stages,
+        strides=tuple((names[key], strides[key]) for key in names if key in strides),
+    )
 
 
 @functools.lru_cache(maxsize=4096)
