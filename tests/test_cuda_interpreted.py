@@ -9,7 +9,7 @@ memory layout.
 
 One harness process per run (``tests/cuda_fake_harness.py``, with
 ``TRITON_INTERPRET=1``): a LeNet training plan (three SGD-with-momentum steps at
-batch 2, the state kept on the device: each step must see the parameters the one
+batches 2, 3 and 2, the state kept on the device: each step must see the parameters the one
 before updated, copied on the device; reading the state on the host before the
 third makes that step upload it again) and a C2f-like inference block whose
 split and concat are views of one buffer.
@@ -95,9 +95,10 @@ def test_lenet_training_steps_on_the_interpreting_fake_match_the_interpreter(
         tmp_path / "plan",
     )
     rng = np.random.default_rng(7)
-    steps, batch = 3, 2
+    batches = (2, 3, 2)  # a new batch size reallocates the arena, not the state
+    steps = len(batches)
     arrays = {}
-    for step in range(steps):
+    for step, batch in enumerate(batches):
         arrays[f"step{step}_in0"] = rng.standard_normal((batch, 1, 28, 28)).astype(np.float32)
         arrays[f"step{step}_in1"] = rng.integers(0, 10, batch).astype(np.int64)
     np.savez(tmp_path / "inputs.npz", **arrays)
@@ -134,14 +135,13 @@ def test_lenet_training_steps_on_the_interpreting_fake_match_the_interpreter(
     # the user results (and status) only, but after the host's state was read.
     assert bool(got["resident"])
     spec = executable.plan
-    inputs = sum(arrays[f"step0_in{i}"].nbytes for i in range(len(spec.inputs)))
+    inputs = [sum(arrays[f"step{s}_in{i}"].nbytes for i in range(2)) for s in range(steps)]
     params = sum(4 * int(np.prod(p.shape)) for p in spec.params)
-    state = sum(
-        4 * int(np.prod(p.shape)) for p in spec.params if p.derivation.kind == "identity"
-    )
+    state = sum(4 * int(np.prod(p.shape)) for p in spec.params if p.derivation.kind == "identity")
     first, second, third = (got[f"step{s}_bytes"] for s in range(steps))
-    assert first[0] == params + inputs and second[0] == third[0] - params == inputs
-    assert first[1] == second[1] == third[1] < 4096  # the loss, the logits, the status
+    assert first[0] == params + inputs[0] and third[0] == params + inputs[2]
+    assert second[0] == inputs[1]
+    assert first[1] == third[1] < second[1] < 4096  # the loss, the logits, the status
     assert first[2] == second[2] == third[2] == state
 
 
