@@ -347,17 +347,23 @@ def check_equivalents(directory: Path, batch: int) -> int:
             strides += [int(np.prod(shape[k + 1 :])) for k in range(1, len(shape))]
             views[name] = torch.as_strided(by_name[name], shape, strides)
         compute = torch_equivalents.equivalent(family, constexprs, dims, views)
+        timed = torch_equivalents.equivalent(family, constexprs, dims, views, fold=True)
         want = compute().clone() if compute is not None else None
+        # The form the GPU side times (the scale folded into the weight), too.
+        folded = timed().clone() if timed is not None else None
         function[launch.grid](*args, **kernel.constexprs, num_warps=launch.block[0] // 32)
-        if want is None:
+        if want is None or folded is None:
             failures.append(f"launch {at} ({family}): no torch equivalent")
             return
         got = views["y"]
-        error = float((got - want).abs().max())
         bound = 1e-4 * max(1.0, float(want.abs().max()))
-        worst[family] = max(worst.get(family, 0.0), error / bound)
-        if not error <= bound:
-            failures.append(f"launch {at} ({family}): max error {error:.3g} > {bound:.3g}")
+        for form, value in (("", want), (" (folded)", folded)):
+            error = float((got - value).abs().max())
+            worst[family + form] = max(worst.get(family + form, 0.0), error / bound)
+            if not error <= bound:
+                failures.append(
+                    f"launch {at} ({family}{form}): max error {error:.3g} > {bound:.3g}"
+                )
 
     driver.execute = execute
     session = cuda.CudaSession(directory / "plan", plan, driver=driver)
