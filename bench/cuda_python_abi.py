@@ -506,11 +506,17 @@ class Child:
     def state_copy(self) -> None:
         """A `CudaTrainingSession` copies each updated state tensor into its
         parameter on the device after a step. LeNet inference updates nothing,
-        so the carried map gets one entry by hand (the smallest parameter from
+        so the session is made as if it carried nothing, and the carried map
+        gets one entry by hand (the smallest parameter from
         output 0); the copy itself is the backend's own line."""
         from teeny_ir import runtime
 
-        session = self.cuda.CudaTrainingSession(self.plan_dir, self.plan)
+        real = self.cuda.carried_params
+        self.cuda.carried_params = lambda plan: {}  # an inference plan carries nothing
+        try:
+            session = self.cuda.CudaTrainingSession(self.plan_dir, self.plan)
+        finally:
+            self.cuda.carried_params = real
         try:
             params = runtime.load(self.plan_dir).bind_parameters(self.weights())
             session.upload_state(params)

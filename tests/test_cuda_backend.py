@@ -533,3 +533,10 @@ def test_status_outputs_are_set_to_minus_one_and_checked(
     names = driver.names()
     first = names.index("cuMemsetD8Async")
     assert names[first + 1] == "cuLaunchKernel"
+
+
+def test_an_inference_plan_has_no_state_to_keep_on_the_gpu(lenet_plan: Path) -> None:
+    plan = load_plan(lenet_plan)
+    assert cuda.carried_params(plan) is None
+    with pytest.raises(RuntimeInputError, match="training state cannot stay on the GPU"):
+        cuda.CudaTrainingSession(lenet_plan, plan, driver=_fake(plan))

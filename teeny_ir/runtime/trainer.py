@@ -20,8 +20,8 @@ on the GPU, and so does the state (`CudaTrainingSession`): each step uploads
 the inputs, reads back the user results and copies each updated tensor into
 its parameter on the device. The host's copy is refreshed when it is asked
 for (`state`, `state_dict`, `save`); after `state` (whose arrays the caller
-may change in place) the next step uploads the state again. Close the trainer (or use it as a context manager) to
-end the session.
+may change in place) the next step uploads the state again. Close the
+trainer (or use it as a context manager) to end the session.
 
 Importing this module imports neither numpy, torch nor triton.
 """

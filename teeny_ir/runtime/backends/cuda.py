@@ -222,15 +222,11 @@ class CudaBackend:
         """A `CudaSession` for repeated runs (a trainer's steps): modules, arena
         and stream stay loaded, and every run uploads the parameters it is
         given; for a training plan whose state can stay on the GPU
-        (`CudaTrainingSession.resident`), the session a trainer steps without
+        (`carried_params`), the `CudaTrainingSession` a trainer steps without
         copying its state back and forth."""
-        driver = self._driver()
-        if any(role in STATE_ROLES for role, _ in plan.roles):
-            training = CudaTrainingSession(directory, plan, driver=driver)
-            if training.resident:
-                return training
-            training.close()
-        return CudaSession(directory, plan, driver=driver, refresh_params=True)
+        if carried_params(plan) is not None:
+            return CudaTrainingSession(directory, plan, driver=self._driver())
+        return CudaSession(directory, plan, driver=self._driver(), refresh_params=True)
 
 
 class CudaSession:
@@ -250,8 +246,9 @@ class CudaSession:
     ) -> None:
         self.driver = _load_driver() if driver is None else driver
         self.refresh_params = refresh_params
-        """Whether each `run` uploads the parameters again (a trainer's session:
-        its parameters change every step) instead of only the first time."""
+        """Whether each `run` uploads the parameters again (a trainer's session
+        whose state cannot stay on the GPU: its parameters change every step)
+        instead of only the first time."""
         self.directory = Path(directory)
         self.plan = plan
         self._modules: list[Any] = []
@@ -622,18 +619,38 @@ CARRIED_KINDS = ("identity", "reshape")
 """Derivations whose parameter holds its weight's bytes as they are."""
 
 
-class CudaTrainingSession(CudaSession):
-    """A training plan whose state stays on the GPU between steps.
+def carried_params(plan: Plan) -> dict[str, int] | None:
+    """For a training plan whose state can stay on the GPU: each parameter that
+    is its weight's bytes (an identity or reshape derivation) of a weight an
+    output updates -> that output's index. None when the plan updates nothing,
+    when such an output is a view (not one contiguous run), or when another
+    parameter derives from a weight that changes (the host would have to derive
+    it again each step)."""
+    updated = {weight: k for k, (role, weight) in enumerate(plan.roles) if role in STATE_ROLES}
+    if not updated:
+        return None
+    buffers = {b.name for b in plan.buffers}
+    carried: dict[str, int] = {}
+    for param in plan.params:
+        sources = param.derivation.sources
+        if param.derivation.kind in CARRIED_KINDS and sources[0] in updated:
+            if plan.outputs[updated[sources[0]]] not in buffers:
+                return None
+            carried[param.name] = updated[sources[0]]
+        elif any(source in updated for source in sources):
+            return None
+    return carried
 
-    `carried` maps each parameter that is its weight's bytes (an identity or
-    reshape derivation) of a weight that an output updates to that output:
-    after a step, ``cuMemcpyDtoDAsync`` copies the output into the parameter,
-    so the next step reads the new state without a round trip through the host.
-    Every other parameter must derive from weights no output updates (fills,
-    literals, frozen weights): it is uploaded with the rest by `upload_state`
-    and stays. `resident` says whether the plan is all of that (and every
-    carried output a whole buffer); `CudaBackend.session` falls back to a
-    `CudaSession` that uploads every parameter on each run otherwise.
+
+class CudaTrainingSession(CudaSession):
+    """A training plan whose state stays on the GPU between steps
+    (`carried_params` says which plans can).
+
+    After a step, ``cuMemcpyDtoDAsync`` copies each output that updates a
+    weight into the parameters holding that weight, so the next step reads the
+    new state without a round trip through the host. Every other parameter
+    derives from weights no output updates (fills, literals, frozen weights):
+    it is uploaded with the rest by `upload_state` and stays.
 
     `step` uploads only the inputs and reads back only the user results (role
     ``""``; gradients and state are not copied); `read_state` copies the state
@@ -641,21 +658,12 @@ class CudaTrainingSession(CudaSession):
     """
 
     def __init__(self, directory: Path, plan: Plan, driver: Any = None, device: int = 0) -> None:
+        carried = carried_params(plan)
+        if carried is None:
+            raise RuntimeInputError("this plan's training state cannot stay on the GPU")
         super().__init__(directory, plan, driver, device)
-        updated = {weight: k for k, (role, weight) in enumerate(plan.roles) if role in STATE_ROLES}
-        buffers = {b.name for b in plan.buffers}
-        self.carried: dict[str, int] = {}
+        self.carried = carried
         """Parameter name -> index of the output that holds its next value."""
-        self.resident = True
-        for param in plan.params:
-            sources = param.derivation.sources
-            if param.derivation.kind in CARRIED_KINDS and sources[0] in updated:
-                output = updated[sources[0]]
-                if plan.outputs[output] not in buffers:  # a view: not one contiguous run
-                    self.resident = False
-                self.carried[param.name] = output
-            elif any(source in updated for source in sources):
-                self.resident = False  # derived from changing state: the host must derive it
         self.state_params = {plan.role(k)[1]: p for p, k in reversed(self.carried.items())}
         """Updated weight -> one parameter holding it (what `read_state` copies back)."""
 
