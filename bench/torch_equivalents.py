@@ -29,9 +29,6 @@ from typing import Any
 Shape = tuple[list[int], str | None]
 """A tensor argument's logical shape and the ABI dim holding its batch stride."""
 
-_ACTIVATIONS = ("none", "relu", "silu", "sigmoid", "tanh")
-
-
 def _activation(name: str) -> Callable[[Any], Any] | None:
     import torch
     from torch.nn import functional
@@ -94,7 +91,6 @@ def equivalent(
     """A function computing ``y`` of the launch from ``tensors`` (shaped as
     `shapes` says) with torch ops, or None. With ``fold`` the convolution's
     scale is folded into the weight once, here (the timing form)."""
-    import torch
     from torch.nn import functional
 
     t = tensors
@@ -181,5 +177,4 @@ def equivalent(
         x = t["x"]
         size = (dims["OH"], dims["OW"])
         return lambda: functional.interpolate(x, size=size, mode="nearest")
-    del torch
     return None
