@@ -11,7 +11,7 @@ logs what it got, see the C file's header for how the bindings find it).
 
 1. Compile the fake into a temporary folder; emit LeNet inference with
    ``emit-triton{archs=90}`` with the main venv's python (or take ``--plan DIR``).
-2. Re-execute itself under ``--python`` (an interpreter with cuda-bindings 13 and
+2. Re-execute itself under ``--python`` (an interpreter with cuda-bindings 12.9 or 13 and
    numpy; the default is this one) with ``LD_LIBRARY_PATH`` at the fake, which
    is all cuda-pathfinder's system search for the driver needs, and
    ``PYTHONPATH`` at this checkout.
@@ -27,6 +27,9 @@ logs what it got, see the C file's header for how the bindings find it).
    that ``close`` frees everything.
 
 Not a CI test: it needs gcc and cuda-python. Exit status 1 when a check fails.
+Measured: all checks pass with cuda-bindings 13.4.4 (cuda-python 13.4.4, the
+``cuda`` extra's pin) and with cuda-bindings 12.9.10, the line a GPU image may
+carry instead (both with numpy and jsonschema next to them).
 
 Usage:
   python bench/cuda_python_abi.py --python /tmp/cudapy/bin/python [--plan DIR]
