@@ -16,34 +16,21 @@ over a plane of 1 only; the lowering refuses a static one) ``xhat`` is 0:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from pathlib import Path
 
+from teeny_ir.kernels.batch_norm_train.contract import channel_dims
 from teeny_ir.kernels.contract import Constexpr, GridAxis, KernelArg, KernelFamily
 
-MAX_I32 = 2**31 - 1
 HYPER = ("eps",)
 """The elements of the ``hyper`` slot."""
 CHANNEL_VECTORS = ("gamma", "dgamma", "dbeta")
 
 
 def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
-    """From ``x``, ``dy`` and ``dx`` [B, C, ...] (the same shape, rank >= 2), every
-    channel vector [C] and ``hyper`` [1]: ``B``, ``C`` and ``HW``; an image must
-    hold at most 2**31 - 1 elements."""
-    x = shapes["x"]
-    if len(x) < 2 or shapes["dy"] != x or shapes["dx"] != x:
-        return []
-    if shapes.get("hyper", (len(HYPER),)) != (len(HYPER),):
-        return []
-    channels = x[1]
-    if any(shapes.get(name, (channels,)) != (channels,) for name in CHANNEL_VECTORS):
-        return []
-    plane = math.prod(x[2:])
-    if channels * plane > MAX_I32:
-        return []
-    return [{"B": x[0], "C": channels, "HW": plane}]
+    """`channel_dims` (batch_norm_train's) of ``x``, ``dy`` and ``dx``, the channel
+    vectors and ``hyper`` [1]."""
+    return channel_dims(shapes, ("x", "dy", "dx"), CHANNEL_VECTORS, len(HYPER))
 
 
 _I32 = "i32"

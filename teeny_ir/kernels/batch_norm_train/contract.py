@@ -40,20 +40,33 @@ HYPER = ("eps", "momentum", "one_minus_momentum")
 CHANNEL_VECTORS = ("gamma", "beta", "running_mean", "running_var", "mean_out", "var_out")
 
 
-def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
-    """From ``x`` and ``y`` [B, C, ...] (the same shape, rank >= 2), every channel
-    vector [C] and ``hyper`` [3]: ``B``, ``C`` and ``HW``; an image must hold at
-    most 2**31 - 1 elements. The batch strides are the validator's."""
-    x, y = shapes["x"], shapes["y"]
-    if len(x) < 2 or x != y or shapes.get("hyper", (len(HYPER),)) != (len(HYPER),):
+def channel_dims(
+    shapes: Mapping[str, tuple[int, ...]],
+    images: tuple[str, ...],
+    vectors: tuple[str, ...],
+    hyper: int,
+) -> list[dict[str, int | None]]:
+    """The dims both batch norm families imply: from the ``images`` [B, C, ...]
+    (``x`` first; all the same shape, rank >= 2), every channel vector of
+    ``vectors`` [C] and ``hyper`` [``hyper``]: ``B``, ``C`` and ``HW``; an image
+    must hold at most 2**31 - 1 elements. The batch strides are the validator's."""
+    x = shapes[images[0]]
+    if len(x) < 2 or any(shapes[name] != x for name in images[1:]):
+        return []
+    if shapes.get("hyper", (hyper,)) != (hyper,):
         return []
     channels = x[1]
-    if any(shapes.get(name, (channels,)) != (channels,) for name in CHANNEL_VECTORS):
+    if any(shapes.get(name, (channels,)) != (channels,) for name in vectors):
         return []
     plane = math.prod(x[2:])
     if channels * plane > MAX_I32:
         return []
     return [{"B": x[0], "C": channels, "HW": plane}]
+
+
+def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
+    """`channel_dims` of ``x`` and ``y``, the channel vectors and ``hyper`` [3]."""
+    return channel_dims(shapes, ("x", "y"), CHANNEL_VECTORS, len(HYPER))
 
 
 _I32 = "i32"
