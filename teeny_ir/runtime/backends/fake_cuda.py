@@ -270,6 +270,8 @@ class Interpreting:
         self._regions: dict[int, Any] = {}
 
     def _tensor(self, address: int, dtype: str) -> Any:
+        """The fake device memory from ``address`` to the end of its allocation,
+        as a 1-D torch tensor of ``dtype`` (``*fp32`` or ``*i64``) sharing it."""
         import torch
 
         for start, data in self.driver.memory.items():
@@ -287,11 +289,6 @@ class Interpreting:
         if offset % size:
             raise AssertionError(f"launch argument {address:#x} is not aligned for {dtype}")
         return region[offset : offset + (len(data) - offset) // size * size].view(kind)
-
-    def tensor_at(self, address: int, dtype: str) -> Any:
-        """The fake device memory from ``address`` to the end of its allocation,
-        as a 1-D torch tensor of ``dtype`` (``*fp32`` or ``*i64``) sharing it."""
-        return self._tensor(address, dtype)
 
     def __call__(self, launch: Launch) -> None:
         kernel, function, args = self.arguments(launch)
