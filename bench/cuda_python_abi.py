@@ -1,6 +1,6 @@
 """The cuda backend against the REAL cuda-python driver bindings, on a fake libcuda.
 
-Where there is no GPU, `teeny_ir.runtime.backends.fake_cuda` stands in for the
+Where there is no GPU, `teeny_ir.testing.fake_cuda` stands in for the
 whole of ``cuda.bindings.driver``, so the argument TYPES the backend passes
 (plain ints for host and device addresses, the kernelParams array's address,
 ``bytes`` kernel names, ``0`` for ``extra``) never meet cuda-python's own

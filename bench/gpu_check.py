@@ -30,7 +30,7 @@ OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
    arena (+ parameters + inputs) against ``torch.cuda.max_memory_allocated``
    of an eager forward. Exit status 1 when an output is off.
 3. ``--dry-run`` (here, no GPU): the same plan through the cuda backend on the
-   fake driver (`teeny_ir.runtime.backends.fake_cuda`): every launch's cubin,
+   fake driver (`teeny_ir.testing.fake_cuda`): every launch's cubin,
    grid, block, shared memory and packed parameters, printed.
    ``--interpret`` (here, no GPU): the fake driver runs every launch in
    Triton's interpreter, from the parameter bytes, and each launch's output
@@ -226,7 +226,7 @@ def _inputs(plan: Plan, batch: int, seed: int = 0) -> dict[str, np.ndarray]:
 
 
 def dry_run(directory: Path, batches: list[int], arch: int) -> None:
-    from teeny_ir.runtime.backends.fake_cuda import FakeDriver
+    from teeny_ir.testing.fake_cuda import FakeDriver
 
     executable, weights, meta = _load(directory)
     plan = executable.plan
@@ -288,7 +288,7 @@ def _launch_dims(plan: Plan, index: int, batch: int) -> tuple[str, dict[str, Any
 def _interpreting_driver(directory: Path, plan: Plan) -> Any:
     """A fake driver that runs every launch in Triton's interpreter, installed
     as the cuda backend's driver (this process must have the interpreter on)."""
-    from teeny_ir.runtime.backends.fake_cuda import FakeDriver, Interpreting
+    from teeny_ir.testing.fake_cuda import FakeDriver, Interpreting
 
     counts = {
         c.name: len(FAMILIES[k.family].args) + cuda.SCRATCH_POINTERS

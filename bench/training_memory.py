@@ -3,7 +3,7 @@ to PyTorch's.
 
 For YOLOv8n at each ``--size`` (written by ``examples/yolov8n/make_yolov8n.py``
 into a temporary folder) and LeNet: insert-backward's ``saved-bytes-per-sample``
-statistic after ``train-mode,split-bias,fuse-conv-bn-act{mode=training},
+statistic after ``train-mode,split-bias,fuse-epilogues{mode=training},
 select-conv-algorithm`` (what the backward reads of the forward: saved inputs
 and outputs of the differentiated ops, each value once). With ultralytics
 importable, also PyTorch's figure for the real YOLOv8n in train mode at batch
@@ -26,7 +26,7 @@ from passes.insert_backward import differentiate
 from teeny_ir.frontend.losses import add_cross_entropy_loss, add_weighted_sum_loss
 
 ROOT = Path(__file__).resolve().parent.parent
-BEFORE_BACKWARD = "train-mode,split-bias,fuse-conv-bn-act{mode=training},select-conv-algorithm"
+BEFORE_BACKWARD = "train-mode,split-bias,fuse-epilogues{mode=training},select-conv-algorithm"
 
 
 def saved_per_image(text: str, add_loss: object) -> int:

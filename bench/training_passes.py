@@ -3,7 +3,7 @@
 For YOLOv8n (loss ``sum_i reduce_sum(P_i * r_i)``) and LeNet (cross-entropy
 against a ``targets`` input): ``teeny-training{optimizer=sgd lr=0.01
 momentum=0.9 weight-decay=0.1}`` (train-mode, split-bias,
-fuse-conv-bn-act{mode=training}, select-conv-algorithm, insert-backward,
+fuse-epilogues{mode=training}, select-conv-algorithm, insert-backward,
 apply-optimizer), best of ``--runs``, with the op counts before and after and
 the bytes per image the backward keeps (insert-backward's statistic).
 
@@ -27,7 +27,7 @@ MODELS: dict[str, tuple[Path, Callable[..., None]]] = {
     "lenet": (ROOT / "examples" / "lenet" / "lenet.mlir", add_cross_entropy_loss),
 }
 PIPELINE = "teeny-training{optimizer=sgd lr=0.01 momentum=0.9 weight-decay=0.1}"
-BEFORE_BACKWARD = "train-mode,split-bias,fuse-conv-bn-act{mode=training},select-conv-algorithm"
+BEFORE_BACKWARD = "train-mode,split-bias,fuse-epilogues{mode=training},select-conv-algorithm"
 
 
 def main() -> int:

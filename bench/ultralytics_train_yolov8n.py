@@ -4,7 +4,7 @@ Builds ultralytics' ``DetectionModel("yolov8n.yaml")`` (offline) in float64 with
 float32-representable weights (random BN statistics), turns
 ``examples/yolov8n/yolov8n.mlir`` into a training graph (extra inputs ``r3, r4,
 r5`` and the loss ``sum_i reduce_sum(P_i * r_i)``), runs
-``train-mode,split-bias,fuse-conv-bn-act{mode=training},insert-backward`` and
+``train-mode,split-bias,fuse-epilogues{mode=training},insert-backward`` and
 ``apply-optimizer{kind=sgd lr=0.01 momentum=0.9 weight-decay=0.1}`` and executes
 the result with ``teeny_ir.reference.run`` at batch 2, 64x64. It compares with
 PyTorch (the model in train mode, ``torch.optim.SGD`` with weight decay on the
@@ -46,7 +46,7 @@ from teeny_ir.frontend.losses import add_weighted_sum_loss
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "examples" / "yolov8n" / "yolov8n.mlir"
-PASSES = "train-mode,split-bias,fuse-conv-bn-act{mode=training},insert-backward"
+PASSES = "train-mode,split-bias,fuse-epilogues{mode=training},insert-backward"
 OPTIMIZER = "apply-optimizer{kind=sgd lr=0.01 momentum=0.9 weight-decay=0.1}"
 
 

@@ -10,8 +10,8 @@ Pages, each built from one source of truth:
 - ``passes.md``: every registered pass (summary, anchors, options, docstring)
   and the named pipelines of `teeny_ir.driver.pipelines`;
 - ``supported-ops.md``: per graph op, its reference semantics
-  (`teeny_ir.reference.semantics_for`) and the kernel family that runs it
-  (`teeny_ir.kernels.lowering.lowering_for`), or the reason there is none;
+  (`teeny_ir.reference.SEMANTICS`) and the kernel family that runs it
+  (`teeny_ir.kernels.lowering.LOWERINGS`), or the reason there is none;
 - ``plan.schema.json``: `teeny_ir.backend.plan.SCHEMA`.
 
 Docstrings are reStructuredText-flavoured prose; `markdown` turns them into
@@ -249,6 +249,10 @@ def _pass_section(name: str) -> str:
     if not doc:
         doc = "*The pass class has no docstring.*"
     lines = [f"### {name}", f"Pass: {where}"]
+    aliases = pass_registry.aliases_of(name)
+    if aliases:
+        listed = ", ".join(f"`{alias}`" for alias in aliases)
+        lines.append(f"Also named: {listed} (an old name, still accepted)")
     if entry.summary() != summary_line(vars(cls).get("__doc__")):
         lines.append(f"Summary: {_escape_line(entry.summary())}")
     lines += [f"Anchors: {', '.join(f'`{a}`' for a in entry.anchors())}", option_text, doc]
@@ -297,19 +301,28 @@ def passes_page() -> str:
 
 
 def _reference_text(op_type: type[Any]) -> str:
-    from teeny_ir import reference
+    from teeny_ir.core.facets import OptOut
+    from teeny_ir.reference import SEMANTICS
+    from teeny_ir.reference.semantics import missing
 
-    found = reference.semantics_for(op_type)
-    return "yes" if callable(found) else cell(_escape_line(found))
+    found = SEMANTICS.lookup(op_type)
+    if callable(found):
+        return "yes"
+    reason = found.reason if isinstance(found, OptOut) else missing(op_type.name)
+    return cell(_escape_line(reason))
 
 
 def _kernel_text(op_type: type[Any]) -> tuple[str, bool]:
-    from teeny_ir.kernels.lowering import families_of, family_of, lowering_for
+    from teeny_ir.core.facets import OptOut
+    from teeny_ir.kernels.lowering import LOWERINGS, families_of, family_of
 
-    found = lowering_for(op_type)
-    if isinstance(found, str):
-        return "none: " + cell(_escape_line(found)), False
-    families = families_of(op_type) or [family_of(found)]
+    families = families_of(op_type)
+    if not families:  # no rule of its own: the pointwise rule, an opt-out or a gap
+        found = LOWERINGS.lookup(op_type)
+        if not callable(found):
+            reason = found.reason if isinstance(found, OptOut) else "no kernel family runs it"
+            return "none: " + cell(_escape_line(reason)), False
+        families = [family_of(found)]
     if families == ["views"]:  # no launch: a view of its operand (views.md)
         return "no launch: a view ([views.md](views.md))", True
     return ", ".join(f"[`{f}`](../teeny_ir/kernels/{f}/)" for f in families), True
@@ -329,9 +342,9 @@ def supported_ops_page() -> str:
     return page(
         "Supported ops",
         "One row per graph op, by name. **Reference**: whether the numpy reference interpreter "
-        "(`teeny_ir.reference`) has semantics for it, from `teeny_ir.reference.semantics_for`. "
+        "(`teeny_ir.reference`) has semantics for it, from `teeny_ir.reference.SEMANTICS`. "
         "**Kernel**: the kernel family whose lowering rule runs it, from "
-        "`teeny_ir.kernels.lowering.lowering_for` and `family_of`, or the reason no family "
+        "`teeny_ir.kernels.lowering.LOWERINGS` and `family_of`, or the reason no family "
         "does. A rule may still refuse some forms of its op with a located error (the "
         "`conv1x1_gemm` rule takes only fused convolutions whose algorithm is `gemm`); "
         "the rule's module says which.",

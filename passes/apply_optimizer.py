@@ -7,7 +7,8 @@ parameter, each gradient marked with the result attribute
 attribute, never by position) and appends, for each, the updated parameter and
 its optimizer state as new results marked ``{teeny.updated = "<name>"}``. The
 math is one `graph.sgd_update` or `graph.adamw_update` per parameter, so the
-step is graph IR the reference runs (and a later lowering compiles).
+step is graph IR the reference runs and lower-graph-to-kernel compiles (the
+``sgd_update`` and ``adamw_update`` families).
 
 Optimizer state is read from ``graph.param`` ops marked ``zero_default``, so a
 first step, whose state the weights lack, starts it at zero as PyTorch does:

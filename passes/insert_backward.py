@@ -49,8 +49,9 @@ from dialects.graph.conv import FusedConv2dOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from teeny_ir.autodiff.context import VjpContext
-from teeny_ir.autodiff.registry import VjpError, rule_for
+from teeny_ir.autodiff.registry import VJPS, VjpError
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.core.facets import OptOut
 
 GRAD_ATTR = "teeny.grad"
 """The result attribute naming the parameter a gradient result belongs to."""
@@ -85,7 +86,7 @@ def trainable_params(function: FuncOp) -> dict[str, Trainable]:
     """Weight name -> `Trainable`, in first-use order: every f32 parameter except
     those used only as batch-norm running statistics, and every weight a fused
     convolution reads through an ``identity`` derivation (its bias, folded in
-    by fuse-conv-bn-act)."""
+    by fuse-epilogues)."""
     found: dict[str, Trainable] = {}
     stats: set[str] = set()
     used_otherwise: set[str] = set()
@@ -176,7 +177,7 @@ def differentiate(function: FuncOp) -> tuple[list[Diagnostic], int]:
         grads = [backward.total(result) for result in op.results]
         if all(g is None for g in grads):
             continue
-        rule = rule_for(type(op))
+        rule = VJPS.lookup(type(op))
         if rule is None:
             errors.append(
                 _error(
@@ -184,8 +185,10 @@ def differentiate(function: FuncOp) -> tuple[list[Diagnostic], int]:
                 )
             )
             continue
-        if isinstance(rule, str):
-            errors.append(_error(f"insert-backward: '{op.name}' is not differentiable: {rule}", op))
+        if isinstance(rule, OptOut):
+            errors.append(
+                _error(f"insert-backward: '{op.name}' is not differentiable: {rule.reason}", op)
+            )
             continue
         ctx.location = op.location
         try:
@@ -302,7 +305,7 @@ class InsertBackwardPass(ModulePass):
 
     Expects graph ops, @forward's first result the loss (a scalar
     ``tensor<f32>``), best after train-mode, split-bias and
-    fuse-conv-bn-act{mode=training}. Produces one result per trainable
+    fuse-epilogues{mode=training}. Produces one result per trainable
     parameter (every f32 ``graph.param`` but the batch-norm running
     statistics), ``{teeny.grad = "<name>"}``, after the existing results; the
     backward ops take the locations of the forward ops they differentiate.

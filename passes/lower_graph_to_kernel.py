@@ -1,8 +1,10 @@
-"""lower-graph-to-kernel: graph ops become `kernel.launch` ops with a weight table.
+"""lower-graph-to-kernel: graph ops become `kernel.launch` ops (and views) with a
+weight table.
 
 A thin driver over the lowering facet (`teeny_ir.kernels.lowering`): each op's
 rule comes from the kernel family that registered it, or the op's declared
-reason for having none.
+reason for having none; `teeny_ir.kernels.views` then makes channel splits and
+concats views where safe.
 
 Each function is planned completely before anything changes: every op that
 cannot be lowered is reported (one located diagnostic each) and the module is
@@ -37,20 +39,13 @@ from dialects.kernel import ConcatOp, LaunchOp, ReshapeOp, SliceOp, WeightOp
 from dialects.kernel import ParamOp as KernelParamOp
 from teeny_ir.core.derivations import Derivation
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
-from teeny_ir.kernels.conv_algorithms import TileProfile
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowering_for, lowering_profile, tensor_type
+from teeny_ir.kernels.lowering import LoweringContext, Unlowerable, lower, tensor_type
+from teeny_ir.kernels.tiles import TileProfile, check_profile
 from teeny_ir.kernels.views import form_views
 
 PHASE_ATTRS = ("teeny.backward", "teeny.update")
 """Discardable attributes a launch keeps from its graph op: the training phase."""
-
-
-def _lower_op(op: Operation) -> Operation:
-    rule = lowering_for(type(op))
-    if isinstance(rule, str):
-        raise Unlowerable(rule)
-    return rule(op)
 
 
 _KEPT = (ReturnOp, WeightOp, LaunchOp, ParamOp, KernelParamOp, SliceOp, ReshapeOp, ConcatOp)
@@ -139,8 +134,9 @@ def _weight_declarations(
     return declarations
 
 
-def plan_function(function: FuncOp) -> _Plan:
-    """Lower each op of ``function`` off to the side, collecting every failure."""
+def plan_function(ctx: LoweringContext, function: FuncOp) -> _Plan:
+    """Lower each op of ``function`` off to the side with the lowering context
+    ``ctx``, collecting every failure."""
     plan = _Plan([], [], [], [])
     types = _weight_declarations(function, plan.errors)
     declared = {op.weight_name for op in function.walk() if isinstance(op, WeightOp)}
@@ -152,7 +148,7 @@ def plan_function(function: FuncOp) -> _Plan:
         if isinstance(op, _KEPT):
             continue
         try:
-            launch = _lower_op(op)
+            launch = lower(ctx, op)
         except Unlowerable as why:
             plan.errors.append(_error(op, str(why)))
             refused.add(op)
@@ -211,7 +207,7 @@ def named_location(op: Operation) -> LocationAttr:
 
 def _epilogue_weights(op: Operation) -> dict[str, tuple[TensorType, Operation]]:
     """The per-channel weights a fused convolution's scale and shift read, at
-    their shape [C_OUT]: fuse-conv-bn-act removes the graph.param ops it folds."""
+    their shape [C_OUT]: fuse-epilogues removes the graph.param ops it folds."""
     if not isinstance(op, FusedConv2dOp):
         return {}
     channels = TensorType(f32, [tensor_type(op.result).get_shape()[1]])
@@ -267,16 +263,23 @@ class LowerGraphToKernelPass(ModulePass):
 
     Expects the graph after select-conv-algorithm. Each op becomes the launch
     its kernel family's lowering rule builds (``docs/supported-ops.md`` lists
-    them): ``graph.fused_conv2d`` with algorithm ``gemm`` a ``conv1x1_gemm``
-    launch (its weight reshaped to [C_OUT, C_IN], its scale and shift
-    derivations as parameter slots); pointwise-table ops and bias_add
-    ``elementwise`` launches over a rank-4 view with broadcasting strides. The ``graph.param`` ops become
-    ``kernel.weight`` declarations at the top of the function, one per weight a
-    derivation reads. Launches keep the locations and result types of the ops
-    they replace; ``func.return`` stays. Refuses, naming each op with its
-    location: unfused convolutions and batch norms, fused convolutions without
-    the ``gemm`` algorithm, weights used as tensors (e.g. a bias_add's bias
-    that fuse-conv-bn-act did not fold), and ops no family implements.
+    them): a ``graph.fused_conv2d`` the ``conv1x1_gemm``,
+    ``implicit_gemm_conv`` or ``depthwise_conv`` launch of its ``algorithm``
+    (its scale and shift derivations as parameter slots); a ``graph.batch_norm``
+    a ``channel_affine`` launch in inference form, a ``batch_norm_train`` one
+    in training form (``graph.batch_norm_backward`` a ``batch_norm_backward``
+    one); pointwise-table ops ``elementwise`` launches over a rank-6 view with
+    broadcasting strides; reshapes and flattens that keep the batch views with
+    no launch, and (option ``views``) channel splits and concats too where
+    safe. The ``graph.param`` ops become ``kernel.weight`` declarations at the
+    top of the function, one per weight a derivation reads, and a
+    ``kernel.param`` where a launch takes a weight (or a ``graph.constant``) as
+    an operand. Launches keep the locations and result types of the ops they
+    replace; ``func.return`` stays. Refuses, naming each op with its location:
+    unfused convolutions, fused convolutions whose algorithm no family
+    implements, weights returned as function results, derivations that do not
+    fit their weights' shapes, and ops no family implements (or forms of an op
+    its family's rule does not take, each with the rule's reason).
     """
 
     name = "lower-graph-to-kernel"
@@ -291,9 +294,12 @@ class LowerGraphToKernelPass(ModulePass):
     convolutions carry select-conv-algorithm's): ``gpu`` tiles fit sm_80/sm_90,
     ``interpreter`` tiles are large, for Triton's CPU interpreter."""
 
+    def __post_init__(self) -> None:
+        check_profile(self.profile)  # a ValueError naming the profiles
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        with lowering_profile(self.profile):
-            plans = [(f, plan_function(f)) for f in op.walk() if isinstance(f, FuncOp)]
+        lowering = LoweringContext(profile=self.profile)
+        plans = [(f, plan_function(lowering, f)) for f in op.walk() if isinstance(f, FuncOp)]
         errors = [e for _, plan in plans for e in plan.errors]
         if errors:
             for _, plan in plans:

@@ -1,12 +1,12 @@
 """plan-memory: the memory plan of @forward's kernel IR, written into the IR.
 
 Runs the one planner (`teeny_ir.backend.memory`, as ``emit-triton`` does) on the
-plan that ``emit-triton`` would write, and records it as discardable attributes
-so a lit test can check it: each ``kernel.launch`` gets ``teeny.offsets``, per
-result the byte offset in the arena where it lives (a view's is its base's plus
-its offset), and ``@forward`` gets ``teeny.arena`` (the arena's bytes) and
-``teeny.memory`` (the strategy that placed the buffers). Offsets and the arena
-are expressions of ``B``. Nothing else changes.
+plan that ``emit-triton`` would write (`teeny_ir.backend.collect`), and records
+it as discardable attributes so a lit test can check it: each ``kernel.launch``
+gets ``teeny.offsets``, per result the byte offset in the arena where it lives
+(a view's is its base's plus its offset), and ``@forward`` gets ``teeny.arena``
+(the arena's bytes) and ``teeny.memory`` (the strategy that placed the
+buffers). Offsets and the arena are expressions of ``B``. Nothing else changes.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
 from dialects.kernel import LaunchOp
-from passes.emit_triton import _collect, _draft, _error
 from teeny_ir.backend import memory
+from teeny_ir.backend.collect import collect, draft_plan, error_at
 from teeny_ir.kernels.families import FAMILIES
 
 OFFSETS_ATTR = "teeny.offsets"
@@ -49,20 +49,20 @@ class PlanMemoryPass(ModulePass):
             (f for f in op.ops if isinstance(f, FuncOp) and f.sym_name.data == "forward"), None
         )
         if forward is None:
-            raise _error(
+            raise error_at(
                 "plan-memory expects a function @forward in the module", next(iter(op.ops), op)
             )
         if self.strategy not in memory.CHOICES:
-            raise _error(
+            raise error_at(
                 f"plan-memory: unknown strategy={self.strategy} "
                 f"(known: {', '.join(memory.CHOICES)})",
                 forward,
             )
         if len(forward.body.blocks) != 1:
-            raise _error("plan-memory expects @forward to have a single block", forward)
-        collected = _collect(forward)
+            raise error_at("plan-memory expects @forward to have a single block", forward)
+        collected = collect(forward)
         collected.memory = self.strategy
-        plan = _draft(forward, collected)
+        plan = draft_plan(forward, collected)
         where: dict[str, memory.Affine] = {b.name: memory.affine(b.offset) for b in plan.buffers}
         for view in plan.views:
             if view.base in where:

@@ -4,16 +4,13 @@ The decision is `teeny_ir.kernels.conv_algorithms` (pure functions); this pass a
 Every convolution leaves the pass as a ``graph.fused_conv2d`` carrying
 ``algorithm`` and ``tiles``: a plain ``graph.conv2d`` (nothing was fused into
 it) is first wrapped as a fused convolution with the identity epilogue, so the
-lowering sees one kind of convolution. A ``gemm`` convolution gets the
-conv1x1_gemm family's tiles (`pick_gemm_tile_sizes`), an ``implicit-gemm`` one
-the implicit_gemm_conv family's (`pick_implicit_gemm_tile_sizes`), a
-``depthwise`` one the depthwise_conv family's (`pick_depthwise_tile_sizes`), each
-for the pass's tile ``profile`` (``gpu`` or ``interpreter``).
+lowering sees one kind of convolution. The tiles are those of the family that
+runs the algorithm (`conv_tiles`), for the pass's tile ``profile`` (``gpu`` or
+``interpreter``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -34,25 +31,8 @@ from dialects.graph.conv import Conv2dOp, FusedConv2dOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core.derivations import fill, identity
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
-from teeny_ir.kernels.conv1x1_gemm.tiles import pick_gemm_tile_sizes
-from teeny_ir.kernels.conv_algorithms import (
-    ConvAlgorithm,
-    TileProfile,
-    check_profile,
-    classify_conv,
-    conv_extents,
-)
-from teeny_ir.kernels.depthwise_conv.tiles import pick_depthwise_tile_sizes
-from teeny_ir.kernels.implicit_gemm_conv.tiles import pick_implicit_gemm_tile_sizes
-
-TilePicker = Callable[[int, int, int, TileProfile], tuple[int, int, int]]
-
-TILE_PICKERS: dict[ConvAlgorithm, TilePicker] = {
-    "gemm": pick_gemm_tile_sizes,
-    "implicit-gemm": pick_implicit_gemm_tile_sizes,
-    "depthwise": pick_depthwise_tile_sizes,
-}
-"""Each algorithm's tile rule (its kernel family's ``tiles`` module)."""
+from teeny_ir.kernels.conv_algorithms import classify_conv, conv_extents, conv_tiles
+from teeny_ir.kernels.tiles import TileProfile, check_profile
 
 
 def _shape(op: Operation, index: int) -> tuple[int, ...]:
@@ -71,7 +51,7 @@ def _algorithm_properties(
         in_channels, weight_shape, op.strides, op.padding, op.dilation, op.groups
     )
     m, n, k = conv_extents(algorithm, weight_shape, _shape(op, -1), op.groups)
-    tiles = TILE_PICKERS[algorithm](m, n, k, profile)
+    tiles = conv_tiles(algorithm, m, n, k, profile)
     return {"algorithm": StringAttr(algorithm), "tiles": DenseArrayBase.from_list(i64, tiles)}
 
 
@@ -141,7 +121,7 @@ def select_conv_algorithm_patterns(
 class SelectConvAlgorithmPass(ModulePass):
     """Choose each convolution's algorithm and tiles (graph.fused_conv2d).
 
-    Expects graph ops, usually after fuse-conv-bn-act. Every
+    Expects graph ops, usually after fuse-epilogues. Every
     ``graph.fused_conv2d`` gets ``algorithm`` (`teeny_ir.kernels.conv_algorithms`)
     and ``tiles`` [BLOCK_M, BLOCK_N, BLOCK_K] from its family's tile rule over
     M = OH * OW and: for ``gemm`` (1x1, stride 1, no padding, dilation 1, one

@@ -1,6 +1,6 @@
 """split-bias: take the bias out of convolutions, as a separate `graph.bias_add`.
 
-After this pass every bias is an op of its own, so fuse-conv-bn-act sees one
+After this pass every bias is an op of its own, so fuse-epilogues sees one
 shape of chain (conv -> bias_add -> batch_norm -> activation) and a training
 pipeline can give the bias its own backward. `linear` is not split yet.
 """

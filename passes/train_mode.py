@@ -9,7 +9,7 @@ unbiased), with the op's own momentum. Those two results are appended to
 naming the running-mean and running-variance weights, in op order, after the
 existing results (which stay in place).
 
-A batch norm with an ``activation`` (fuse-conv-bn-act folds one only in
+A batch norm with an ``activation`` (fuse-epilogues folds one only in
 inference mode, so run train-mode first) is split back into the training
 batch norm and the activation op.
 """

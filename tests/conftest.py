@@ -1,7 +1,9 @@
-"""Shared fixtures: in-process teeny-opt runs and passes registered only for tests.
+"""Shared fixtures: in-process teeny-opt runs, passes registered only for tests, and
+a Triton cache of each test module's own for its ahead-of-time compilations.
 
 The passes here are never in `teeny_ir.driver.pass_registry` outside a test that asks for
-them, so `--list-passes` never shows them.
+them, so `--list-passes` never shows them. What the tests share beyond glue (kernel-test
+cases and their harness, the tolerance rule, a sample plan) is `teeny_ir.testing`.
 """
 
 from __future__ import annotations
@@ -10,7 +12,8 @@ import io
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import pytest
 from xdsl.context import Context
@@ -22,6 +25,9 @@ from xdsl.utils.exceptions import PassFailedException
 from teeny_ir.backend.triton_settings import INTERPRETER_MALLOC
 from teeny_ir.core.diagnostics import Severity, engine_of
 from teeny_ir.driver import pass_registry
+
+if TYPE_CHECKING:
+    from teeny_ir.testing.kernels import Results
 
 # The kernel harness subprocesses interpret kernels as the runtime's worker does:
 # with its malloc settings (glibc reads them when a process starts).
@@ -131,6 +137,27 @@ TEST_PASSES: tuple[type[ModulePass], ...] = (
     OptionsPass,
     FunctionOnlyPass,
 )
+
+
+@pytest.fixture(scope="module")
+def results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Results:
+    """The requesting kernel-test module's ``HARNESS_CASES`` (its cases and the
+    mutants that show its checks catch something) run in one interpreter
+    process (`teeny_ir.testing.kernels.run_cases`): each output's padded buffer."""
+    from teeny_ir.testing.kernels import run_cases
+
+    module = request.module
+    name = Path(str(module.__file__)).stem.removeprefix("test_")
+    return run_cases(module.HARNESS_CASES, tmp_path_factory.mktemp(name))
+
+
+@pytest.fixture(scope="module")
+def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``TRITON_CACHE_DIR`` at a fresh folder for the module's tests (never the
+    user's cache): what its AOT compilations write."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TRITON_CACHE_DIR", str(tmp_path_factory.mktemp("triton-cache")))
+        yield
 
 
 @pytest.fixture

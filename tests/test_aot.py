@@ -1,7 +1,7 @@
 """Ahead-of-time compilation of the family templates (no GPU needed).
 
 Compiles in this process: pytest never imports triton in interpreter mode
-(the interpreter runs in `kernel_harness.py` subprocesses). The Triton cache
+(the interpreter runs in `teeny_ir.testing.kernel_harness` processes). The Triton cache
 points at a temporary directory so every variant really compiles.
 """
 

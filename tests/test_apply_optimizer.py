@@ -17,7 +17,7 @@ from passes.apply_optimizer import ApplyOptimizerPass, decayed_params
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.driver.pass_manager import PassManager
 from teeny_ir.ir.parsing import parse_module, print_module
-from teeny_ir.reference import run, semantics_for
+from teeny_ir.reference import SEMANTICS, run
 
 SHAPES = {
     "conv.weight": (4, 3, 3, 3),
@@ -361,7 +361,7 @@ def test_float64_semantics_match_torch_to_1e_12(
             weight_decay=options["weight_decay"],
         )
     op.verify()
-    rule = semantics_for(type(op))
+    rule = SEMANTICS.lookup(type(op))
     assert callable(rule)
     rng = np.random.default_rng(3)
     p = torch.tensor(rng.standard_normal((3, 4)), dtype=torch.float64, requires_grad=True)

@@ -13,8 +13,8 @@ shrunken tiles so that many chunks and channel blocks run; extra programs past
 the last channel block; batch-strided views of x, dy, y and dx (a view input is
 a channel slice of a NaN-filled buffer, a view output must stay NaN in the gaps);
 values ``1000 + N(0, 1)`` that a one-pass variance gets wrong. All cases run in
-one `kernel_harness.py` subprocess with NaN-padded inputs and canary-padded,
-NaN-filled outputs, warnings as errors.
+one harness process (`teeny_ir.testing.kernels.run_cases`) with NaN-padded
+inputs and canary-padded, NaN-filled outputs, warnings as errors.
 
 ``n == 1`` (one value per channel: a dynamic batch of 1 over a 1x1 plane) is
 the kernels' documented behaviour, not the reference's (which raises, as
@@ -24,13 +24,10 @@ dy``; a static shape with ``n == 1`` is refused at lowering.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -42,30 +39,16 @@ import teeny_ir
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import derivations, expressions
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.batch_norm_train.tiles import bn_tiles
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowering_for, lowering_profile
+from teeny_ir.kernels.lowering import Unlowerable
 from teeny_ir.kernels.render import render
-from teeny_ir.testing import REDUCTION_TOL
+from teeny_ir.testing import REDUCTION_TOL, compare
+from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.kernels import Case, Results, View, launch_case, problems
 
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-CANARY = copies.CANARY
 EPS, MOMENTUM = 1e-3, 0.1
-View = tuple[int, int]
-"""A batch-strided view: (the enclosing buffer's channels, the view's first channel)."""
 
 
 def _type(shape: tuple[int | str, ...]) -> str:
@@ -93,14 +76,7 @@ def op_text(backward: bool, shape: tuple[int | str, ...]) -> str:
 
 def lowered(text: str, profile: str = "interpreter") -> tuple[Any, LaunchOp]:
     """The module of ``text`` and the launch its one graph op's rule builds."""
-    module = teeny_ir.parse_module(text)
-    graph_op = next(o for o in module.walk() if o.name.startswith("graph."))
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    with lowering_profile(profile):
-        launch = rule(graph_op)
-    assert isinstance(launch, LaunchOp)
-    return module, launch
+    return harness.lowered(text, profile=profile)
 
 
 def _inputs(backward: bool, shape: tuple[int, ...], offset: float, rng: Any) -> list[np.ndarray]:
@@ -132,20 +108,6 @@ def _single_value(backward: bool, inputs: list[np.ndarray]) -> list[np.ndarray]:
     return [np.array(y), new_mean, np.full_like(mean, np.nan)]
 
 
-def _strided(data: np.ndarray, view: View | None) -> tuple[np.ndarray, int]:
-    """An output's expected buffer: ``data`` [B, C, ...] in its view (NaN in the
-    gaps), and the view's batch stride."""
-    if view is None:
-        return data.ravel(), math.prod(data.shape[1:])
-    total, first = view
-    plane = math.prod(data.shape[2:])
-    buffer = np.full((data.shape[0], total, *data.shape[2:]), np.nan)
-    buffer[:, first : first + data.shape[1]] = data
-    stride, image = total * plane, math.prod(data.shape[1:])
-    start = first * plane
-    return buffer.ravel()[start : start + (data.shape[0] - 1) * stride + image], stride
-
-
 def bn_case(
     backward: bool,
     shape: tuple[int, ...],
@@ -156,11 +118,9 @@ def bn_case(
     offset: float = 0.0,
     views: dict[str, View] | None = None,
     profile: str = "interpreter",
-) -> Any:
+) -> Case:
     """One launch of either family over ``shape`` (batch ``shape[0]``, dynamic in
     the IR); ``views`` puts pointers (x, dy, y, dx) in batch-strided views."""
-    family_name = "batch_norm_backward" if backward else "batch_norm_train"
-    family = FAMILIES[family_name]
     batch = shape[0]
     module, launch = lowered(op_text(backward, ("?", *shape[1:])), profile)
     inputs = _inputs(backward, shape, offset, rng)
@@ -170,41 +130,6 @@ def bn_case(
     else:
         outs = [np.asarray(o, np.float64) for o in reference.run(module, {}, inputs)]
     views = views or {}
-    env = {"B": batch}
-    slots = {f"param.{slot.name}": slot for slot in launch.param_slots}
-    args: list[tuple[str, Any]] = []
-    tensors: dict[str, tuple[tuple[int, ...], int]] = {}
-    expected: dict[str, np.ndarray] = {}
-    strides: dict[str, int] = {}
-    for name, binding in launch.arg_bindings:
-        kind = family.arg(name).kind
-        if kind == "input":
-            array = inputs[int(binding[2:])]
-            data, stride = copies.channel_slice(array, views.get(name))
-            args.append((name, data))
-            tensors[name] = (array.shape, stride)
-            strides[name] = stride
-        elif kind == "output":
-            want = outs[int(binding[3:])]
-            data, stride = _strided(want, views.get(name))
-            args.append((name, ("output", data.size)))
-            expected[name] = data
-            tensors[name] = (want.shape, stride)
-            strides[name] = stride
-        elif kind == "param":
-            slot = slots[binding]
-            args.append((name, derivations.evaluate(slot.derivation, {})))
-            tensors[name] = (slot.shape, 1)
-        else:
-            args.append((name, expressions.eval_text(binding, env)))
-    stride_args = {arg: pointer for pointer, arg in family.batch_strides.items()}
-    args = [(n, strides[stride_args[n]] if n in stride_args else v) for n, v in args]
-    constexprs: dict[str, int | str] = dict(launch.constexpr_values)
-    if blocks:
-        constexprs |= {"BLOCK_C": blocks[0], "BLOCK_R": blocks[1]}
-    grid = -(-shape[1] // int(constexprs["BLOCK_C"]))
-    if not blocks:
-        assert expressions.eval_text(launch.grid[0], env) == grid
     dims = "x".join(map(str, shape))
     case_id = (
         f"{'bwd' if backward else 'fwd'}-{dims}"
@@ -214,23 +139,25 @@ def bn_case(
         + "".join(f"-{n}@{first}of{total}" for n, (total, first) in views.items())
         + (f"-{profile}" if profile != "interpreter" else "")
     )
-    return copies.Case(
-        id=case_id,
-        family=family_name,
-        constexprs=constexprs,
-        args=args,
-        grid=grid + extra_programs,
+    case = launch_case(
+        case_id,
+        launch,
+        batch,
+        inputs,
+        outs,
         pad=2048,
-        expected=expected,
-        tensors=tensors,
-        num_warps=launch.num_warps,
         tol=REDUCTION_TOL,
+        views=views,
+        constexprs={"BLOCK_C": blocks[0], "BLOCK_R": blocks[1]} if blocks else None,
+        extra_programs=extra_programs,
     )
+    assert case.grid3()[0] == -(-shape[1] // int(case.constexprs["BLOCK_C"])) + extra_programs
+    return case
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(31)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for backward in (False, True):
         out = "dx" if backward else "y"
         grad_view = {"dy": (5, 0)} if backward else {}
@@ -252,7 +179,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Mutated kernels the checks must catch."""
     rng = np.random.default_rng(37)
     return {
@@ -290,81 +217,47 @@ def mutants() -> dict[str, Any]:
 
 CASES = all_cases()
 MUTANTS = mutants()
-ERRORS: dict[str, float] = {}
-"""The largest error relative to its bound's scale, per case and output (for the log)."""
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    found: dict[str, np.ndarray] = copies.run_harness(
-        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("bn")
-    )
-    return found
-
-
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    """What is wrong with a case's outputs: canaries, NaN where the reference (or
-    a view's gap) has one and not elsewhere, and the tolerance rule on the rest:
-    ``max|got - want| <= tol * max(1, max|want|)``."""
-    found: list[str] = []
-    pad = case.pad
-    for name, want in case.expected.items():
-        buffer = results[f"{case.id}/{name}"]
-        if (np.concatenate([buffer[:pad], buffer[-pad:]]) != CANARY).any():
-            found.append(f"{name} canaries overwritten")
-        got = buffer[pad:-pad].astype(np.float64)
-        if got.shape != want.shape:
-            found.append(f"{name}: {got.size} elements, expected {want.size}")
-            continue
-        nan = np.isnan(want)
-        if not np.isnan(got[nan]).all():
-            found.append(f"{name}: written where it must stay NaN (a gap, or n == 1's variance)")
-        if not np.isfinite(got[~nan]).all():
-            found.append(f"{name}: non-finite where the reference's is finite")
-            continue
-        if (~nan).any():
-            error = float(np.abs(got[~nan] - want[~nan]).max())
-            scale = max(1.0, float(np.abs(want[~nan]).max()))
-            ERRORS[f"{case.id}/{name}"] = error / scale
-            if error > case.tol * scale:
-                found.append(f"{name}: max error {error:.3g} above {case.tol * scale:.3g}")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries, NaN where the reference (or a view's gap, or ``n == 1``'s
+    variance) has one and not elsewhere, and the tolerance rule on the rest."""
     assert problems(case, results) == []
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
-    assert "var_out: max error" in found["running-var-biased"], found
-    assert "y: non-finite" in found["mean-load-unmasked"], found
-    assert "dx canaries overwritten" in found["dx-store-unmasked"], found
-    assert "dgamma: max error" in found["dgamma-unscaled"], found
+    assert "var_out: max|got - ref|" in found["running-var-biased"], found
+    assert "y: " in found["mean-load-unmasked"], found
+    assert "NaN or infinite where the reference is finite" in found["mean-load-unmasked"], found
+    assert "dx: " in found["dx-store-unmasked"] and "canaries after" in found["dx-store-unmasked"]
+    assert "dgamma: max|got - ref|" in found["dgamma-unscaled"], found
 
 
-def test_errors_are_logged(results: dict[str, np.ndarray], capsys: Any) -> None:
-    """Not a check: the largest relative errors, for ``pytest -s``."""
-    ERRORS.clear()
+def test_errors_are_logged(results: Results, capsys: Any) -> None:
+    """Not a check: the largest errors relative to their bound's scale, for ``pytest -s``."""
+    errors: dict[str, float] = {}
     for case in CASES:
-        problems(case, results)
-    worst = sorted(ERRORS.items(), key=lambda item: -item[1])[:6]
+        for name, want in case.expected.items():
+            finite = np.isfinite(want)
+            if finite.any():
+                got = case.got(results, name).astype(np.float64)[finite]
+                errors[f"{case.id}/{name}"] = compare(got, want[finite], 1.0).max_error / max(
+                    1.0, float(np.abs(want[finite]).max())
+                )
+    worst = sorted(errors.items(), key=lambda item: -item[1])[:6]
     with capsys.disabled():
         print("\nlargest relative errors:", ", ".join(f"{k} {v:.2e}" for k, v in worst))
 
 
-def case_contract(case: Any) -> validator.LaunchContract:
-    """The case as a launch contract, the ``hyper`` slot bound like a pointer."""
-    contract: validator.LaunchContract = copies.case_contract(case)
-    args = tuple((name, "hyper" if name == "hyper" else value) for name, value in contract.args)
-    return replace(contract, args=args)
-
-
 def test_every_case_is_a_valid_launch() -> None:
     for case in [*CASES, *MUTANTS.values()]:
-        validator.validate(case_contract(case))
+        validator.validate(case.contract())
 
 
 def test_the_cases_cover_the_brief() -> None:
@@ -398,7 +291,7 @@ def test_the_validator_holds_the_dims_to_the_shapes() -> None:
         args["HW"] += 1
         wrong = replace(case, args=list(args.items()))
         with pytest.raises(validator.ContractError, match="imply"):
-            validator.validate(case_contract(wrong))
+            validator.validate(wrong.contract())
 
 
 # ---------------------------------------------------------------- lowering
@@ -426,12 +319,8 @@ def test_refusals(backward: bool) -> None:
         ((1, 3), "more than 1 value per channel, got 1"),
         (("?", 2**16, 2**8, 2**8), "above the batch_norm_\\w+ family's 32-bit limit"),
     ):
-        module = teeny_ir.parse_module(op_text(backward, shape))
-        graph_op = next(o for o in module.walk() if o.name.startswith("graph."))
-        rule = lowering_for(type(graph_op))
-        assert not isinstance(rule, str)
         with pytest.raises(Unlowerable, match=match):
-            rule(graph_op)
+            lowered(op_text(backward, shape), "gpu")
     lowered(op_text(backward, (2, 3, 1, 1)))  # static, 2 values per channel: fine
 
 
@@ -454,19 +343,6 @@ func.func @forward(%x: {t}) -> ({t}, {t}, {v}, {v}) {{
 
 
 # ---------------------------------------------------------------- AOT
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    import os
-
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 AOT_VARIANTS = [(backward, arch) for backward in (False, True) for arch in (80, 90)]

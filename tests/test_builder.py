@@ -254,7 +254,7 @@ def test_a_module_of_every_op_verifies_and_round_trips() -> None:
         y = conv_bn_silu(b, x, 4, 4)
         y = b.conv2d(y, b.param("dw.weight", [4, 1, 3, 3]), b.param("dw.bias", [4]), groups=4)
         y = b.add(b.mul(y, y), b.bias_add(y, b.param("shift", [4])))
-    y = b.relu(b.sigmoid(b.tanh(b.gelu(b.leaky_relu(y, 0.2), "tanh"))))
+    y = b.relu(b.sigmoid(b.tanh(b.gelu(b.hardtanh(b.leaky_relu(y, 0.2), -0.5, 2.0), "tanh"))))
     y = b.div(b.sub(y, b.constant([0.5])), b.constant([2.0], [4, 1, 1]))
     y = b.upsample_nearest2d(b.avg_pool2d(y, [2, 2], count_include_pad=False), [2, 2])
     y = b.max_pool2d(y, [3, 3], strides=[1, 1], padding=[1, 1, 1, 1], ceil_mode=True)

@@ -11,9 +11,8 @@ case's batch; its scale and shift are the slots' derivations evaluated on the
 case's weights (`teeny_ir.core.derivations.evaluate`, as the runtime binds them).
 Some cases replace the lowering's ``ACTIVATION = "none"`` by every epilogue entry
 of the pointwise table (the slot the kernel has for a fused activation). The
-kernels run in one `kernel_harness.py` subprocess (test_concat_split_kernels.py's
-`run_harness`), with NaN-padded inputs and canary-padded, NaN-filled outputs;
-some grids launch more programs than the tile model needs. The expected values
+kernels run in one harness process (`teeny_ir.testing.kernels.run_cases`), with
+NaN-padded inputs and canary-padded, NaN-filled outputs; some grids launch more programs than the tile model needs. The expected values
 come from `teeny_ir.reference` (the batch norm itself, not its fold) with the
 activation applied by the pointwise table's numpy semantics.
 
@@ -27,15 +26,10 @@ the block), at batch 1 and 3, ranks 2 to 5; some inputs hold NaN and infinities.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 import re
-import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -45,29 +39,16 @@ import teeny_ir
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import derivations, expressions, pointwise
+from teeny_ir.core import derivations, pointwise
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.channel_affine import tiles
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import families_of, lowering_for
+from teeny_ir.kernels.lowering import families_of
 from teeny_ir.kernels.render import render
 from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close
+from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.kernels import Case, Results, View, launch_case, problems
 
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-CANARY = copies.CANARY
-View = tuple[int, int]
-"""A batch-strided view: (the enclosing buffer's channels, the view's first channel)."""
 SAFE_AT_INFINITY = ("none", "relu", "sigmoid", "tanh")
 """Activations whose value at +-inf is no IEEE exception (silu(-inf) = -inf * 0
 is one, which numpy, running Triton's interpreter, warns about): the cases with
@@ -122,17 +103,7 @@ def weights_for(op: str, channels: int, rng: np.random.Generator) -> dict[str, n
 
 def lowered(op: str, shape: tuple[int, ...]) -> tuple[Any, LaunchOp]:
     """The graph module and its op's launch, from the family's lowering rule."""
-    module = teeny_ir.parse_module(graph_text(op, shape))
-    graph_op = next(o for o in module.walk() if o.name == f"graph.{op}")
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    launch = rule(graph_op)
-    assert isinstance(launch, LaunchOp)
-    return module, launch
-
-
-def _evaluate(text: str, batch: int) -> int:
-    return expressions.compile_expr(expressions.parse_cached(text))({"B": batch})
+    return harness.lowered(graph_text(op, shape), f"graph.{op}")
 
 
 def _activate(activation: str, values: np.ndarray) -> np.ndarray:
@@ -153,13 +124,13 @@ def affine_case(
     x_view: View | None = None,
     y_view: View | None = None,
     num_warps: int | None = None,
-) -> Any:
+) -> Case:
     """One launch of ``graph.<op>`` on a random ``shape`` input (``specials``: NaN
     and +-inf among it), ``activation`` replacing the lowering's ``none``;
     ``x_view`` and ``y_view`` make the input and the output batch-strided channel
     slices, ``num_warps`` overrides the lowering's."""
     module, launch = lowered(op, shape)
-    batch, channels = shape[0], shape[1]
+    channels = shape[1]
     weights = weights_for(op, channels, rng)
     x = (rng.standard_normal(shape) * 3).astype(np.float32)
     if specials:
@@ -175,25 +146,6 @@ def affine_case(
         ][:count]
     (normalised,) = reference.run(module, weights, [x])
     want = _activate(activation, normalised).astype(np.float32)
-    source, x_stride = copies.channel_slice(x, x_view)
-    expected, y_stride = copies.channel_slice(want, y_view)
-    image = math.prod(shape[1:])
-    strides = {"x_batch_stride": x_stride, "y_batch_stride": y_stride}
-    slots = {f"param.{slot.name}": slot for slot in launch.param_slots}
-    args: list[tuple[str, Any]] = []
-    for name, binding in launch.arg_bindings:
-        if binding == "in0":
-            args.append((name, source))
-        elif binding == "out0":
-            args.append((name, ("output", expected.size)))
-        elif binding in slots:
-            args.append((name, derivations.evaluate(slots[binding].derivation, weights)))
-        elif name in strides:
-            assert _evaluate(binding, batch) == image, (name, binding)  # the lowering's
-            args.append((name, strides[name]))
-        else:
-            args.append((name, _evaluate(binding, batch)))
-    constexprs = {**launch.constexpr_values, "ACTIVATION": activation}
     warps = launch.num_warps if num_warps is None else num_warps
     case_id = (
         f"{op}-{_shape(shape)}-{activation}"
@@ -203,20 +155,22 @@ def affine_case(
         + (f"-y@{y_view[1]}of{y_view[0]}" if y_view else "")
         + (f"-warps{warps}" if warps != launch.num_warps else "")
     )
-    block = int(constexprs["BLOCK"])
-    return copies.Case(
-        id=case_id,
-        family=launch.family,
-        constexprs=constexprs,
-        args=args,
-        grid=_evaluate(launch.grid[0], batch) + extra_programs,
+    views = {name: view for name, view in (("x", x_view), ("y", y_view)) if view is not None}
+    return launch_case(
+        case_id,
+        launch,
+        shape[0],
+        [x],
+        [want],
         # An unmasked store reaches at most BLOCK elements past the end per program.
-        pad=block * (1 + extra_programs),
-        expected={"y": expected.astype(np.float64)},
-        tensors={"x": (shape, x_stride), "y": (shape, y_stride)},
-        num_warps=warps,
+        pad=int(launch.constexpr_values["BLOCK"]) * (1 + extra_programs),
         # A batch norm is a norm; a bias add is elementwise.
         tol=REDUCTION_TOL if op == BN else ELEMENTWISE_TOL,
+        weights=weights,
+        views=views,
+        constexprs={"ACTIVATION": activation},
+        extra_programs=extra_programs,
+        num_warps=warps,
     )
 
 
@@ -225,7 +179,7 @@ SHAPES = ((5, 7, 9), (37,), (3, 2, 5, 3), (6, 13, 11), (1, 1, 1))
 ACTIVATIONS = (pointwise.NO_ACTIVATION, *pointwise.epilogue_names())
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(11)
     cases = []
     for batch in (1, 3):
@@ -266,7 +220,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Cases run on mutated kernels, by what each mutation breaks, to show that
     the checks are not vacuous."""
     rng = np.random.default_rng(12)
@@ -297,73 +251,34 @@ MUTANTS = mutants()
 WARPS = sorted({case.num_warps for case in CASES})
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    found: dict[str, np.ndarray] = copies.run_harness(
-        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("affine")
-    )
-    return found
-
-
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    """What is wrong with ``case``'s output, but for the finite values' accuracy:
-    overwritten canaries, a value other than the reference's where that is NaN
-    (which includes the gaps of a strided output) or infinite, finite values that
-    are NaN (unwritten, or a read outside the input's view)."""
-    (want,) = case.expected.values()
-    buffer = results[f"{case.id}/y"]
-    found = []
-    padding = np.concatenate([buffer[: case.pad], buffer[len(buffer) - case.pad :]])
-    if (padding != CANARY).any():
-        found.append(f"{(padding != CANARY).sum()} canaries overwritten")
-    got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
-    assert got.shape == want.shape
-    special = ~np.isfinite(want)
-    if not np.array_equal(got[special], want[special], equal_nan=True):
-        found.append("differs where the reference is NaN or infinite (a gap written?)")
-    if not np.isfinite(got[~special]).all():
-        found.append("a finite output is NaN/inf (unwritten, or read outside the view?)")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, NaN and infinities where the reference has them (the
+    gaps of a strided output stay NaN), the finite values within ``case.tol``."""
     assert problems(case, results) == []
-    (want,) = case.expected.values()
-    got = results[f"{case.id}/y"][case.pad : -case.pad].astype(np.float64)
-    finite = np.isfinite(want)
-    assert_close(got[finite], want[finite], case.tol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_every_case_is_a_valid_launch(case: Any) -> None:
-    """The harness runs only launches the validator accepts (stride dims included)."""
-    contract = copies.case_contract(case)
-    channels = case.tensors["x"][0][1]
-    # Parameter slots are bound like pointers: each to its own [C] tensor.
-    args = tuple(
-        (name, name) if name in ("scale", "shift") else (name, value)
-        for name, value in contract.args
-    )
-    tensors = (*contract.tensors, ("scale", (channels,)), ("shift", (channels,)))
-    validator.validate(replace(contract, args=args, tensors=tensors))
+def test_every_case_is_a_valid_launch(case: Case) -> None:
+    """The harness runs only launches the validator accepts (stride dims
+    included; the parameter slots bound like pointers, each to its own [C] tensor)."""
+    validator.validate(case.contract())
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     """Reading a strided input as contiguous reads the NaN between its images;
     writing a strided output as contiguous leaves images unwritten and writes
-    gaps; the wrong channel's scale and shift give wrong values."""
+    gaps; the wrong channel's scale and shift give wrong values (and nothing else)."""
     x = " ".join(problems(MUTANTS["x-contiguous"], results))
-    assert "a finite output is NaN" in x
+    assert "NaN or infinite where the reference is finite" in x
     y = " ".join(problems(MUTANTS["y-contiguous"], results))
-    assert "a gap written" in y
-    case = MUTANTS["channel"]
-    (want,) = case.expected.values()
-    got = results[f"{case.id}/y"][case.pad : -case.pad].astype(np.float64)
-    assert problems(case, results) == []
-    with pytest.raises(AssertionError):
-        assert_close(got, want, case.tol)
+    assert "not NaN where it must stay NaN" in y
+    (channel,) = problems(MUTANTS["channel"], results)
+    assert channel.startswith("y: max|got - ref| = "), channel
 
 
 def test_cases_cover_the_brief() -> None:
@@ -533,17 +448,6 @@ ARCHS = (80, 90)
 AOT = [("none", warps) for warps in WARPS] + [
     (activation, tiles.NUM_WARPS) for activation in pointwise.epilogue_names()
 ]
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -2,10 +2,9 @@
 the validator's view of their launches, AOT compilation, and a split -> silu ->
 concat graph end to end against the reference interpreter.
 
-Kernels run in one `kernel_harness.py` subprocess (``TRITON_INTERPRET`` is read
-when triton is imported). Every output is canary-padded on both sides and starts
-as NaN: a write past the view changes a canary, an element never written stays
-NaN. Unused part pointers are bound to an all-NaN input (concat: a read of it
+Kernels run in one harness process (`teeny_ir.testing.kernels.run_cases`). Every
+output is canary-padded on both sides and starts as NaN: a write past the view
+changes a canary, an element never written stays NaN. Unused part pointers are bound to an all-NaN input (concat: a read of it
 would poison the result) or to a one-element output that must stay NaN (split:
 a write to it would show). Shapes are odd, batches 1 and 3, BLOCK 128 so that
 every launch has several programs and a tail, some grids with extra programs.
@@ -15,19 +14,15 @@ NaN-filled ``[B, Ct, ...]`` buffer (its data from element ``c0 * plane`` on, bat
 stride ``Ct * plane``), so a read outside the view is NaN and poisons the copy; a
 strided output must equal the reference in its images and stay NaN in the gaps
 between them (never written). Every case is a launch the validator accepts
-(`case_contract`), and runs at every ``num_warps`` in `WARPS`. This module's
-`Case`, `run_harness` and `channel_slice` also serve test_pool_kernels.py.
+(`Case.contract`), and runs at every ``num_warps`` in `WARPS`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import subprocess
-import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,75 +38,11 @@ from teeny_ir.kernels.concat.rows import MAX_PARTS
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render
 from teeny_ir.testing import assert_close
+from teeny_ir.testing.kernels import Case, Results, View, channel_slice, problems
 
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 BLOCK = 128
 WARPS = sorted({concat_lowering.NUM_WARPS, 1, 2, 4, 8})
 """Every num_warps the lowering emits (4, for both families), and 1, 2, 4, 8."""
-
-View = tuple[int, int]
-"""A batch-strided view: (the enclosing buffer's channels, the view's first channel)."""
-
-
-@dataclass
-class Case:
-    """One launch of ``family`` and the outputs it must produce."""
-
-    id: str
-    family: str
-    constexprs: dict[str, int | str]
-    args: list[tuple[str, Any]]  # ABI order: ndarray, int, or ("output", numel)
-    grid: int
-    pad: int
-    expected: dict[str, np.ndarray] = field(default_factory=dict)  # by ABI name; NaN: unwritten
-    tensors: dict[str, tuple[tuple[int, ...], int]] = field(default_factory=dict)
-    """Each pointer's tensor: its shape and batch stride (for `case_contract`)."""
-    num_warps: int = 4
-    tol: float = 0.0
-    mutation: tuple[str, str] | None = None
-    """(text, replacement): run a mutant of the family's source (a check of the checks)."""
-
-
-def channel_slice(x: np.ndarray, view: View | None) -> tuple[np.ndarray, int]:
-    """``x`` [B, C, ...] as channels ``[first, first + C)`` of a NaN-filled
-    [B, total, ...] buffer: the buffer's data from the view's first element to its
-    last, and its batch stride; with no view, ``x`` contiguous."""
-    image = math.prod(x.shape[1:])
-    if view is None:
-        return x.astype(np.float32).ravel(), image
-    total, first = view
-    assert first + x.shape[1] <= total
-    plane = math.prod(x.shape[2:])
-    buffer = np.full((x.shape[0], total, *x.shape[2:]), np.nan, np.float32)
-    buffer[:, first : first + x.shape[1]] = x
-    stride = total * plane
-    start = first * plane
-    return buffer.ravel()[start : start + (x.shape[0] - 1) * stride + image], stride
-
-
-def case_contract(case: Case) -> validator.LaunchContract:
-    """The case as a launch contract: each pointer bound to its own tensor."""
-    family = FAMILIES[case.family]
-    args = tuple(
-        (name, name if family.arg(name).kind in ("input", "output") else str(value))
-        for name, value in case.args
-    )
-    strides = tuple(
-        (name, stride)
-        for name, (shape, stride) in case.tensors.items()
-        if stride != math.prod(shape[1:])
-    )
-    return validator.LaunchContract(
-        case.family,
-        tuple(sorted(case.constexprs.items())),
-        args,
-        tuple((name, shape) for name, (shape, _) in case.tensors.items()),
-        (str(case.grid), "1", "1"),
-        case.num_warps,
-        1,
-        strides,
-    )
 
 
 def _inner(shape: tuple[int, ...], axis: int) -> int:
@@ -279,68 +210,6 @@ def all_cases() -> list[Case]:
     return cases
 
 
-def run_harness(cases: list[Case], workdir: Path) -> dict[str, np.ndarray]:
-    """Every case in one interpreter process, each at its ``num_warps`` (and with
-    its mutation); each output's padded buffer by ``"<case id>/<arg name>"``."""
-    assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
-    files: dict[tuple[str, str, tuple[str, str] | None], tuple[Path, str]] = {}
-    specs = []
-    for index, case in enumerate(cases):
-        family = FAMILIES[case.family]
-        assert [name for name, _ in case.args] == [a.name for a in family.args], case.id
-        slots = "/".join(
-            str(case.constexprs[c.name]) for c in family.constexprs if c.type == "pointwise"
-        )
-        key = (case.family, slots, case.mutation)
-        if key not in files:
-            name = f"{case.family}_{len(files)}"
-            text = render(family, name, case.constexprs)
-            if case.mutation is not None:
-                old, new = case.mutation
-                assert text.count(old) == 1, (case.id, old)
-                text = text.replace(old, new)
-            files[key] = (workdir / f"{name}.py", name)
-            files[key][0].write_text(text)
-        path, name = files[key]
-        args: list[dict[str, Any]] = []
-        for arg_index, (_, value) in enumerate(case.args):
-            if isinstance(value, np.ndarray):
-                array = workdir / f"case{index}_arg{arg_index}.npy"
-                np.save(array, value)
-                args.append({"array": str(array)})
-            elif isinstance(value, tuple):  # ("output", numel[, dtype])
-                args.append({"output": value[1]} | ({"dtype": value[2]} if value[2:] else {}))
-            else:
-                args.append({"int": value})
-        specs.append(
-            {
-                "kernel_file": str(path),
-                "kernel_name": name,
-                "constexprs": case.constexprs,
-                "grid": [case.grid, 1, 1],
-                "num_warps": case.num_warps,
-                "pad": case.pad,
-                "args": args,
-            }
-        )
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": specs}))
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    results: dict[str, np.ndarray] = {}
-    with np.load(results_file, allow_pickle=False) as npz:
-        for index, case in enumerate(cases):
-            for arg_index, (name, _) in enumerate(case.args):
-                if f"case{index}_arg{arg_index}" in npz:
-                    results[f"{case.id}/{name}"] = npz[f"case{index}_arg{arg_index}"]
-    return results
-
-
 def mutants() -> dict[str, Case]:
     """Cases run on mutated kernels, by what each mutation breaks: they show that
     the checks are not vacuous."""
@@ -377,42 +246,14 @@ CASES = all_cases()
 MUTANTS = mutants()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    return run_harness([*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("copies"))
-
-
-def problems(case: Case, results: dict[str, np.ndarray]) -> list[str]:
-    """What is wrong with the outputs of ``case``: overwritten canaries, elements
-    never written (or computed from a NaN read), elements written where they must
-    not be (the gaps of a strided output, an unused part), wrong values. A copy is
-    exact, down to the sign of zero."""
-    found: list[str] = []
-    for name, expected in case.expected.items():
-        buffer = results[f"{case.id}/{name}"]
-        padding = np.concatenate([buffer[: case.pad], buffer[len(buffer) - case.pad :]])
-        if (padding != CANARY).any():
-            found.append(f"{name}: {(padding != CANARY).sum()} canaries overwritten")
-        got = buffer[case.pad : len(buffer) - case.pad]
-        if got.size != expected.size:
-            found.append(f"{name}: {got.size} elements, expected {expected.size}")
-            continue
-        gaps = np.isnan(expected)
-        if np.isnan(got[~gaps]).any():
-            found.append(f"{name}: {np.isnan(got[~gaps]).sum()} elements never written or read NaN")
-        if not np.isnan(got[gaps]).all():
-            found.append(f"{name}: {(~np.isnan(got[gaps])).sum()} elements written into gaps")
-        bits = expected[~gaps].astype(np.float32).view(np.uint32)
-        if not np.array_equal(got[~gaps].view(np.uint32), bits):
-            found.append(f"{name}: differs from numpy")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_every_case_is_a_valid_launch(case: Case) -> None:
     """The harness runs only launches the validator accepts (stride dims included)."""
-    validator.validate(case_contract(case))
+    validator.validate(case.contract())
 
 
 def test_cases_cover_the_brief() -> None:
@@ -429,7 +270,8 @@ def test_cases_cover_the_brief() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_numpy(case: Case, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_numpy(case: Case, results: Results) -> None:
+    """A copy is exact, down to the sign of zero (``tol`` 0: bit for bit)."""
     assert problems(case, results) == []
 
 
@@ -653,17 +495,21 @@ def test_compiles_ahead_of_time(
     aot.check_shared(variant)
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     """Without its store mask, concat's masked-off lanes (their index clamped to
     0, their value +0.0) overwrite the destination's first element, -0.0, and split
     writes each element into every part. A kernel that addresses every tensor as
     contiguous reads the NaN between a strided input's images, and writes a
     strided output's images into its gaps."""
-    found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
-    assert found["concat-no-store-mask"] == "out: differs from numpy"
-    assert found["split-no-store-mask"] == "y0: differs from numpy y1: differs from numpy"
-    for what, text in found.items():
+    found = {what: problems(case, results) for what, case in MUTANTS.items()}
+    (concat,) = found["concat-no-store-mask"]
+    assert concat.startswith("out: 1 of ") and "bit for bit (the first at element 0:" in concat
+    split = found["split-no-store-mask"]
+    assert [text.split(":")[0] for text in split] == ["y0", "y1"], split
+    assert all("bit for bit" in text for text in split), split
+    for what, texts in found.items():
+        text = " ".join(texts)
         if "input-read-contiguous" in what:
-            assert "never written or read NaN" in text, what
+            assert "NaN or infinite where the reference is finite" in text, what
         if "output-written-contiguous" in what:
-            assert "written into gaps" in text, what
+            assert "not NaN where it must stay NaN" in text, what

@@ -20,20 +20,26 @@ from teeny_ir.driver.pipeline_syntax import NestedSpec, PassSpec, parse_any
 from teeny_ir.driver.pipelines import PIPELINES
 from teeny_ir.kernels.conv1x1_gemm.tiles import UNKNOWN_M_AS, pick_gemm_tile_sizes
 from teeny_ir.kernels.conv_algorithms import (
-    INTERPRETER_MAX_BLOCK,
-    INTERPRETER_MAX_ROWS,
-    TILE_PROFILES,
-    check_profile,
-    clamp,
+    TILE_PICKERS,
+    ConvAlgorithm,
     classify_conv,
     conv_extents,
+    conv_tiles,
     is_depthwise,
-    next_power_of_two,
 )
 from teeny_ir.kernels.depthwise_conv.tiles import launch_config as depthwise_launch_config
 from teeny_ir.kernels.depthwise_conv.tiles import pick_depthwise_tile_sizes
 from teeny_ir.kernels.implicit_gemm_conv.tiles import launch_config as implicit_gemm_launch_config
 from teeny_ir.kernels.implicit_gemm_conv.tiles import pick_implicit_gemm_tile_sizes
+from teeny_ir.kernels.tiles import (
+    INTERPRETER_MAX_BLOCK,
+    INTERPRETER_MAX_ROWS,
+    TILE_PROFILES,
+    TileProfile,
+    check_profile,
+    clamp,
+    next_power_of_two,
+)
 
 
 @pytest.mark.parametrize(
@@ -449,6 +455,29 @@ def test_conv_extents_per_algorithm() -> None:
     assert conv_extents("depthwise", (32, 1, 5, 3), out, 32) == (63, 32, 15)
 
 
+@pytest.mark.parametrize("profile", ["gpu", "interpreter"])
+@pytest.mark.parametrize(
+    ("algorithm", "pick"),
+    [
+        ("gemm", pick_gemm_tile_sizes),
+        ("implicit-gemm", pick_implicit_gemm_tile_sizes),
+        ("depthwise", pick_depthwise_tile_sizes),
+    ],
+)
+def test_conv_tiles_asks_the_family_of_the_algorithm(
+    algorithm: ConvAlgorithm, pick: Callable[..., tuple[int, int, int]], profile: TileProfile
+) -> None:
+    # Extents where the three rules disagree, so a wrong route shows.
+    for m, n, k in [(63, 32, 144), (4096, 3, 9), (1, 256, 1)]:
+        assert conv_tiles(algorithm, m, n, k, profile) == pick(m, n, k, profile)
+    assert len({conv_tiles(a, 63, 32, 144, profile) for a in TILE_PICKERS}) == 3
+
+
+def test_conv_tiles_rejects_an_unknown_profile() -> None:
+    with pytest.raises(ValueError, match="unknown tile profile 'cpu'"):
+        conv_tiles("gemm", 64, 64, 64, "cpu")  # type: ignore[arg-type]
+
+
 # ---------------------------------------------------------------- the pass and the pipelines
 
 
@@ -472,7 +501,7 @@ def test_teeny_inference_passes_the_profile_on() -> None:
     default = _flatten(pipeline.expand())
     assert [p.name for p in default] == [
         "split-bias",
-        "fuse-conv-bn-act",
+        "fuse-epilogues",
         "select-conv-algorithm",
         "lower-graph-to-kernel",
     ]
@@ -525,7 +554,7 @@ def test_pipeline_option_errors(name: str, options: list[Any], message: str) -> 
 def test_pipeline_option_through_the_pass_manager() -> None:
     text = PassManager.parse("teeny-inference{profile=interpreter}").pipeline_string()
     assert text == (
-        "builtin.module(split-bias,fuse-conv-bn-act,select-conv-algorithm{profile=interpreter},"
+        "builtin.module(split-bias,fuse-epilogues,select-conv-algorithm{profile=interpreter},"
         "lower-graph-to-kernel{profile=interpreter})"
     )
     assert PassManager.parse(text).pipeline_string() == text

@@ -14,23 +14,17 @@ run the lowering's tiles (the ``gpu`` profile: the backward ops carry no tile
 profile); some shrink them to 16x16x16 (many programs, many K chunks), three
 input gradients at batch 3 take the ``interpreter`` profile's (fewer programs
 for the interpreter), some launch extra programs, some bind batch-strided
-views. All cases and the mutants run in one
-`kernel_harness.py` subprocess with NaN-padded inputs and canary-padded,
+views. All cases and the mutants run in one harness process
+(`teeny_ir.testing.kernels.run_cases`) with NaN-padded inputs and canary-padded,
 NaN-filled outputs: an unwritten element stays NaN, a write out of bounds
 changes a canary, an unmasked read of the padding poisons the result.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import math
-import os
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -40,28 +34,16 @@ import teeny_ir
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import expressions
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.conv2d_backward_data import tiles as data_tiles
 from teeny_ir.kernels.conv2d_backward_weight import tiles as weight_tiles
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowering_for
+from teeny_ir.kernels.lowering import Unlowerable
 from teeny_ir.kernels.render import render
 from teeny_ir.testing import REDUCTION_TOL, assert_close
+from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.kernels import Case, Results, launch_case, problems
 
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-CANARY = copies.CANARY
 PAD = 256
 
 
@@ -140,31 +122,11 @@ func.func @forward(%x: {_t(x)}, %dy: {_t(dy)}) -> {_t(w)} {{
 
 
 def lowered(op: str, conv: Conv) -> tuple[Any, LaunchOp]:
-    module = teeny_ir.parse_module(graph_text(op, conv))
-    graph_op = next(o for o in module.walk() if o.name.startswith("graph.conv2d_backward"))
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    launch = rule(graph_op)
-    assert isinstance(launch, LaunchOp)
-    return module, launch
+    return harness.lowered(graph_text(op, conv), f"graph.conv2d_backward_{op}")
 
 
 def _rand(rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
     return rng.standard_normal(shape).astype(np.float32)
-
-
-def _expected_view(want: np.ndarray, view: tuple[int, int] | None) -> tuple[np.ndarray, int]:
-    """`copies.channel_slice` of the float64 reference: NaN in the view's gaps."""
-    image = math.prod(want.shape[1:])
-    if view is None:
-        return want.ravel(), image
-    total, first = view
-    plane = math.prod(want.shape[2:])
-    buffer = np.full((want.shape[0], total, *want.shape[2:]), np.nan)
-    buffer[:, first : first + want.shape[1]] = want
-    stride = total * plane
-    start = first * plane
-    return buffer.ravel()[start : start + (want.shape[0] - 1) * stride + image], stride
 
 
 def kernel_case(
@@ -177,7 +139,7 @@ def kernel_case(
     extra_programs: int = 0,
     views: dict[str, tuple[int, int]] | None = None,
     specials: str = "",
-) -> Any:
+) -> Case:
     """One launch of ``op`` (``data`` or ``weight``) on ``conv`` at ``batch``;
     ``views`` makes activation pointers (``dy``, ``dx``, ``x``) channel slices
     ``(total, first)`` of NaN-filled buffers. ``specials`` ``nan`` puts two
@@ -195,64 +157,9 @@ def kernel_case(
         dy.flat[[0, dy.size // 2]] = np.nan
     elif specials == "inf":
         dy.flat[[5, dy.size - 3]] = [np.inf, -np.inf]
-    if op == "data":
-        w = _rand(rng, w_shape)
-        with np.errstate(invalid="ignore"):
-            (want,) = reference.run(module, {}, [dy, w])
-        family = "conv2d_backward_data"
-        dy_data, dy_stride = copies.channel_slice(dy, views.get("dy"))
-        expected, out_stride = _expected_view(np.asarray(want, np.float64), views.get("dx"))
-        gaps = _expected_view(np.zeros(x_shape), views.get("dx"))[0] != 0
-        operands = {"in0": dy_data, "in1": w.ravel()}
-        strides = {"dy_batch_stride": dy_stride, "dx_batch_stride": out_stride}
-        tensors = {"dy": (dy_shape, dy_stride), "w": (w_shape, math.prod(w_shape[1:]))}
-        tensors["dx"] = (x_shape, out_stride)
-        out_name = "dx"
-    else:
-        x = _rand(rng, x_shape)
-        with np.errstate(invalid="ignore"):
-            (want,) = reference.run(module, {}, [x, dy])
-        family = "conv2d_backward_weight"
-        x_data, x_stride = copies.channel_slice(x, views.get("x"))
-        dy_data, dy_stride = copies.channel_slice(dy, views.get("dy"))
-        expected, out_stride = np.asarray(want, np.float64).ravel(), math.prod(w_shape[1:])
-        gaps = np.zeros(expected.size, bool)
-        operands = {"in0": x_data, "in1": dy_data}
-        strides = {"x_batch_stride": x_stride, "dy_batch_stride": dy_stride}
-        tensors = {"x": (x_shape, x_stride), "dy": (dy_shape, dy_stride)}
-        tensors["dw"] = (w_shape, out_stride)
-        out_name = "dw"
-    constexprs = dict(launch.constexpr_values)
-    if blocks is not None:
-        constexprs["BLOCK_M"], constexprs["BLOCK_N"], constexprs["BLOCK_K"] = blocks
-    env = {"B": batch}
-    args: list[tuple[str, Any]] = []
-    for name, binding in launch.arg_bindings:
-        if binding in operands:
-            args.append((name, operands[binding]))
-        elif binding == "out0":
-            args.append((name, ("output", expected.size)))
-        elif name in strides:
-            image = math.prod(tensors[name.removesuffix("_batch_stride")][0][1:])
-            assert expressions.eval_text(binding, env) == image
-            args.append((name, strides[name]))
-        else:
-            args.append((name, expressions.eval_text(binding, env)))
-    if blocks is None:
-        programs = expressions.eval_text(launch.grid[0], env)
-    else:  # the tile model at the shrunken tiles
-        values = dict(args)
-        if op == "data":
-            extents = (batch * values["H"] * values["W"], values["C_IN"] // values["GROUPS"])
-        else:
-            extents = (
-                values["C_OUT"] // values["GROUPS"],
-                values["C_IN"] // values["GROUPS"] * values["KH"] * values["KW"],
-            )
-        programs = values["GROUPS"] * math.prod(
-            -(-e // b) for e, b in zip(extents, blocks[:2], strict=True)
-        )
-    assert [expressions.eval_text(g, env) for g in launch.grid[1:]] == [1, 1]
+    inputs = [dy, _rand(rng, w_shape)] if op == "data" else [_rand(rng, x_shape), dy]
+    with np.errstate(invalid="ignore"):
+        (want,) = reference.run(module, {}, inputs)
     case_id = (
         f"{op}-{conv_name}-b{batch}"
         + (f"-t{'x'.join(map(str, blocks))}" if blocks else "")
@@ -260,18 +167,25 @@ def kernel_case(
         + (f"-grid+{extra_programs}" if extra_programs else "")
         + (f"-{specials}" if specials else "")
     )
-    return copies.Case(
-        id=case_id,
-        family=family,
-        constexprs=constexprs,
-        args=args,
-        grid=programs + extra_programs,
-        pad=PAD,
-        expected={out_name: expected, "gaps": gaps},
-        tensors=tensors,
-        num_warps=launch.num_warps,
-        tol=REDUCTION_TOL,
+    tiles = (
+        None
+        if blocks is None
+        else dict(zip(("BLOCK_M", "BLOCK_N", "BLOCK_K"), blocks, strict=True))
     )
+    case = launch_case(
+        case_id,
+        launch,
+        batch,
+        inputs,
+        [want],
+        pad=PAD,
+        tol=REDUCTION_TOL,
+        views=views,
+        constexprs=tiles,  # shrunken tiles: the grid is the tile model's at them
+        extra_programs=extra_programs,
+    )
+    assert isinstance(case.grid, int), case.grid
+    return case
 
 
 INTERPRETER_TILED = ("lenet1", "lenet2", "depthwise")
@@ -281,9 +195,9 @@ interpreter the most); every other case runs the lowering's ``gpu`` tiles or
 shrunken ones."""
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(5)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for op in ("data", "weight"):
         for name, conv in CONVS.items():
             for batch in (1, 3):
@@ -315,7 +229,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Mutated kernels the checks must catch: a data gradient that does not
     check the stride divides the offset gathers wrong outputs; a weight gradient
     whose input taps are not masked to the image reads the padding; a row mask
@@ -353,67 +267,34 @@ CASES = all_cases()
 MUTANTS = mutants()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    found: dict[str, np.ndarray] = copies.run_harness(
-        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("conv-backward")
-    )
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    """What is wrong with the case's output: canaries, gaps of a view written,
-    elements unwritten (NaN where the reference is not), NaN and inf not where
-    the reference has them, finite values off the reference."""
-    name, want, gaps = _expected(case)
-    buffer = results[f"{case.id}/{name}"]
-    pad = case.pad
-    found = []
-    if (np.concatenate([buffer[:pad], buffer[-pad:]]) != CANARY).any():
-        found.append("canaries overwritten")
-    got = buffer[pad:-pad].astype(np.float64)
-    if not np.isnan(got[gaps]).all():
-        found.append("the gaps of the view were written")
-    got, want = got[~gaps], want[~gaps]
-    finite = np.isfinite(want)
-    if np.isnan(got[finite]).any():
-        found.append(f"{int(np.isnan(got[finite]).sum())} elements unwritten or NaN")
-    elif not np.array_equal(got[~finite], want[~finite], equal_nan=True):
-        found.append("NaN or inf not where the reference has them")
-    elif finite.any():
-        error = np.abs(got[finite] - want[finite]).max()
-        bound = case.tol * max(1.0, np.abs(want[finite]).max())
-        if error > bound:
-            found.append(f"max error {error:.3g} above {bound:.3g}")
-    return found
-
-
-def _expected(case: Any) -> tuple[str, np.ndarray, np.ndarray]:
-    """The output's name, its expected values and its view's gaps."""
-    (name,) = (k for k in case.expected if k != "gaps")
-    return name, case.expected[name], case.expected["gaps"]
+def _output(case: Case) -> np.ndarray:
+    """The case's expected output (NaN in a view's gaps)."""
+    (want,) = case.expected.values()
+    return want
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, a view's gaps unwritten, NaN and inf where the reference
+    has them, the finite values within ``case.tol``."""
     assert problems(case, results) == []
-    name, want, gaps = _expected(case)
-    got = results[f"{case.id}/{name}"][case.pad : -case.pad].astype(np.float64)
-    finite = ~gaps & np.isfinite(want)
-    assert_close(got[finite], want[finite], case.tol)
 
 
 def test_every_case_is_a_valid_launch() -> None:
     for case in CASES:
-        validator.validate(copies.case_contract(case))
+        validator.validate(case.contract())
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
-    assert "max error" in found["no-stride-check"], found
-    assert "NaN" in found["no-image-mask"] or "max error" in found["no-image-mask"], found
-    assert "canaries overwritten" in found["no-row-mask"], found
+    assert "dx: max|got - ref|" in found["no-stride-check"], found
+    image = found["no-image-mask"]
+    assert "dw: " in image and ("NaN or infinite" in image or "max|got - ref|" in image), found
+    assert "dx: " in found["no-row-mask"] and "canaries after the view" in found["no-row-mask"]
 
 
 def test_the_cases_are_not_vacuous() -> None:
@@ -426,9 +307,9 @@ def test_the_cases_are_not_vacuous() -> None:
     dx = s3.expected["dx"].reshape(3, 3, 8, 8)
     assert (dx[:, :, 2, :] == 0).all() and (dx[:, :, :, 5] == 0).all()
     assert np.abs(dx).max() > 0.5
-    nan = [_expected(c)[1] for c in CASES if c.id.endswith("-nan")]
+    nan = [_output(c) for c in CASES if c.id.endswith("-nan")]
     assert len(nan) == 2 and all(np.isnan(w).any() and np.isfinite(w).any() for w in nan)
-    (inf,) = [_expected(c)[1] for c in CASES if c.id.endswith("-inf")]
+    (inf,) = [_output(c) for c in CASES if c.id.endswith("-inf")]
     assert np.isposinf(inf).any() and np.isneginf(inf).any() and np.isfinite(inf).any()
 
     def chunks(case: Any, k: int) -> int:
@@ -446,16 +327,16 @@ def test_the_cases_are_not_vacuous() -> None:
 
 def test_the_validator_holds_the_dims_to_the_shapes() -> None:
     case = next(c for c in CASES if c.id == "data-groups2-b3")
-    validator.validate(copies.case_contract(case))
+    validator.validate(case.contract())
     for family_case, dim in ((case, "GROUPS"), (CASES[-1], "KW")):
         bad = dict(family_case.args)
         bad[dim] += 1
         wrong = replace(family_case, args=list(bad.items()))
         with pytest.raises(validator.ContractError, match="imply"):
-            validator.validate(copies.case_contract(wrong))
+            validator.validate(wrong.contract())
     short = replace(case, grid=case.grid - 1)
     with pytest.raises(validator.ContractError, match="tile model"):
-        validator.validate(copies.case_contract(short))
+        validator.validate(short.contract())
 
 
 def test_the_lowerings_verify_at_every_batch() -> None:
@@ -501,17 +382,6 @@ def test_tile_rules() -> None:
 
 
 # ---------------------------------------------------------------- AOT
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 def _largest_gpu_variant(op: str) -> tuple[dict[str, int | str], int, int]:

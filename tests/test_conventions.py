@@ -31,6 +31,19 @@ def test_every_registered_pass_has_a_lit_file_and_summary() -> None:
         assert entry is not None and entry.summary(), name
 
 
+def test_pass_aliases_name_passes_and_have_a_lit_file_running_them() -> None:
+    """An alias (a pass's old name) names a registered pass, is no pass name
+    itself, and ``lit_tests/passes/<alias>.mlir`` runs it."""
+    for alias, target in pass_registry.ALIASES.items():
+        assert alias not in pass_registry.names(), alias
+        entry = pass_registry.lookup(alias)
+        assert entry is not None and entry is pass_registry.lookup(target), alias
+        assert entry.load().name == target, alias
+        lit = ROOT / "lit_tests" / "passes" / f"{alias}.mlir"
+        runs = [line for line in lit.read_text().splitlines() if line.startswith("// RUN:")]
+        assert any(alias in line for line in runs), alias
+
+
 def _teeny_pass_modules() -> list[str]:
     return sorted(p.stem for p in (ROOT / "passes").glob("*.py") if p.stem != "__init__")
 
@@ -110,47 +123,56 @@ def _graph_ops() -> list[type[Operation]]:
 
 @pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
 def test_every_graph_op_has_a_lowering_or_a_reason(op: type[Operation]) -> None:
-    from teeny_ir.kernels.lowering import lowering_for, lowering_rules, opt_out_reasons
+    from teeny_ir.kernels.lowering import LOWERINGS
 
-    found = lowering_for(op)
-    assert callable(found) or op in opt_out_reasons(), (
+    assert LOWERINGS.covers(op), (
         f"'{op.name}' has no @lowers rule, is not in the pointwise table, and declares "
         "no no_kernel(...) reason"
     )
-    assert not (op in lowering_rules() and op in opt_out_reasons()), op.name
+    assert not (op in LOWERINGS.rules() and op in LOWERINGS.opt_outs()), op.name
 
 
-def test_every_graph_op_but_two_structural_ones_runs_on_a_kernel() -> None:
-    """Every op has a forward kernel (so every op a VJP rule emits, i.e. every
-    backward, lowers too); only weights and the unfused convolution, which
-    earlier passes rewrite, have none."""
+def test_every_op_a_backward_or_an_optimizer_emits_runs_on_a_kernel() -> None:
+    """The ops that only insert-backward and apply-optimizer make (those with
+    no VJP of their own: second order is not supported) all have a lowering,
+    so a training graph never stops at lower-graph-to-kernel; the weights and
+    the unfused convolution, which earlier passes rewrite, have a reason."""
     from dialects.graph.conv import Conv2dOp
     from dialects.graph.param import ParamOp
-    from teeny_ir.kernels.lowering import opt_out_reasons
+    from teeny_ir.autodiff.registry import VJPS
+    from teeny_ir.kernels.lowering import LOWERINGS
 
-    assert set(opt_out_reasons()) == {ParamOp, Conv2dOp}
+    opted_out = LOWERINGS.opt_outs()
+    assert {ParamOp, Conv2dOp} <= set(opted_out)
+    for op in _graph_ops():
+        if op is not ParamOp and op in VJPS.opt_outs():
+            assert op not in opted_out, f"'{op.name}' is made by training but has no kernel"
+
+
+def test_the_pointwise_table_is_well_formed() -> None:
+    """A bad entry is this named failure, never an import crash of every tool."""
+    from teeny_ir.core import pointwise
+
+    assert pointwise.check_table() == []
 
 
 @pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
 def test_every_graph_op_has_reference_semantics_or_a_reason(op: type[Operation]) -> None:
-    from teeny_ir.reference import semantics_for
+    from teeny_ir.reference import SEMANTICS
 
-    found = semantics_for(op)
+    found = SEMANTICS.lookup(op)
     assert callable(found) or op.name == "graph.param", f"'{op.name}': {found}"
 
 
 @pytest.mark.parametrize("op", _graph_ops(), ids=lambda op: op.name)
 def test_every_graph_op_has_a_vjp_rule_or_a_reason(op: type[Operation]) -> None:
-    from teeny_ir.autodiff.registry import opt_outs, rule_for, rules
+    from teeny_ir.autodiff.registry import VJPS
 
-    found = rule_for(op)
-    assert found is not None, (
+    assert VJPS.covers(op), (
         f"'{op.name}' has no @vjp rule, is not in the pointwise table, and declares no "
         "not_differentiable(...) reason"
     )
-    if isinstance(found, str):
-        assert found.strip(), op.name
-    assert not (op in rules() and op in opt_outs()), op.name
+    assert not (op in VJPS.rules() and op in VJPS.opt_outs()), op.name
 
 
 def test_pointwise_entries_name_graph_ops() -> None:

@@ -7,7 +7,8 @@ Each kernel case is one ``graph.cross_entropy`` written as IR with a dynamic
 batch and lowered by the family's ``@lowers`` rule: the dims are what the
 compiler emits at the case's batch; some cases shrink ``BLOCK_ROWS`` and
 ``BLOCK_C`` so that rows span many chunks and the batch many row blocks. All
-cases run in one `kernel_harness.py` subprocess with NaN-padded logits,
+cases run in one harness process (`teeny_ir.testing.kernels.run_cases`) with
+NaN-padded logits,
 targets padded with an index far out of range (an unmasked read of a target
 counts as out of range), and canary-padded outputs. The expected loss is the
 reference's, in float64; the expected status is counted here from the targets.
@@ -15,16 +16,11 @@ reference's, in float64; the expected status is counted here from the targets.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import math
-import os
 import re
-import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -35,30 +31,15 @@ import teeny_ir
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import expressions
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.driver import run as teeny_run
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import lowering_for
 from teeny_ir.kernels.render import render
 from teeny_ir.kernels.softmax import tiles
 from teeny_ir.testing import REDUCTION_TOL, assert_close
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-harness = _sibling("kernel_harness.py")
-CANARY = copies.CANARY
+from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.kernels import Case, Results, launch_case, problems
 
 
 def graph_text(classes: int) -> str:
@@ -71,13 +52,7 @@ func.func @forward(%x: tensor<?x{classes}xf32>, %t: tensor<?xi64>) -> tensor<f32
 
 
 def lowered(classes: int) -> tuple[Any, LaunchOp]:
-    module = teeny_ir.parse_module(graph_text(classes))
-    graph_op = next(o for o in module.walk() if o.name == "graph.cross_entropy")
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    launch = rule(graph_op)
-    assert isinstance(launch, LaunchOp)
-    return module, launch
+    return harness.lowered(graph_text(classes))
 
 
 def _logits(shape: tuple[int, int], kind: str, rng: np.random.Generator) -> np.ndarray:
@@ -112,7 +87,7 @@ def kernel_case(
     bad: tuple[int, ...] = (),
     view: tuple[int, int] | None = None,
     extra_programs: int = 0,
-) -> Any:
+) -> Case:
     """One launch on logits ``shape`` [N, C]; ``bad`` puts out-of-range values at
     the start of the targets (C, -1, C + 5, ...), ``view`` makes the logits
     columns ``[first, first + C)`` of a NaN-filled [N, total] buffer."""
@@ -125,31 +100,10 @@ def kernel_case(
     for index, value in zip(range(batch), bad, strict=False):
         targets[index] = value
     if bad:
-        want = np.array([np.nan])
+        want = np.array(np.nan)
     else:
         with np.errstate(all="ignore"):
-            (loss,) = reference.run(module, {}, [x, targets])
-        want = np.asarray(loss, np.float64).reshape(1)
-    source, stride = copies.channel_slice(x[:, :, None], None if view is None else view)
-    constexprs = dict(launch.constexpr_values)
-    if blocks is not None:
-        constexprs["BLOCK_ROWS"], constexprs["BLOCK_C"] = blocks
-    env = {"B": batch}
-    args: list[tuple[str, Any]] = []
-    for name, binding in launch.arg_bindings:
-        if binding == "in0":
-            args.append((name, source))
-        elif binding == "in1":
-            args.append((name, targets))
-        elif binding == "out0":
-            args.append((name, ("output", 1)))
-        elif binding == "out1":
-            args.append((name, ("output", 3, "i64")))
-        elif name == "logits_batch_stride":
-            assert expressions.eval_text(binding, env) == classes
-            args.append((name, stride))
-        else:
-            args.append((name, expressions.eval_text(binding, env)))
+            (want,) = reference.run(module, {}, [x, targets])
     case_id = (
         f"ce-{batch}x{classes}"
         + (f"-b{blocks[0]}x{blocks[1]}" if blocks else "")
@@ -158,28 +112,23 @@ def kernel_case(
         + (f"-x@{view[1]}of{view[0]}" if view else "")
         + (f"-grid+{extra_programs}" if extra_programs else "")
     )
-    return copies.Case(
-        id=case_id,
-        family="cross_entropy",
-        constexprs=constexprs,
-        args=args,
-        grid=1 + extra_programs,
+    return launch_case(
+        case_id,
+        launch,
+        batch,
+        [x, targets],
+        [want, _status(targets, classes)],
         pad=64,
-        expected={"loss": want, "status": _status(targets, classes)},
-        tensors={
-            "logits": ((batch, classes), stride),
-            "targets": ((batch,), 1),
-            "loss": ((), 1),
-            "status": ((3,), 1),
-        },
-        num_warps=launch.num_warps,
         tol=REDUCTION_TOL,
+        views={} if view is None else {"logits": view},
+        constexprs=None if blocks is None else {"BLOCK_ROWS": blocks[0], "BLOCK_C": blocks[1]},
+        extra_programs=extra_programs,
     )
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(11)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for batch in (1, 3):
         for classes in (1, 10, 37, 1000):
             cases.append(kernel_case((batch, classes), rng))
@@ -201,7 +150,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Mutated kernels the checks must catch: a logits load masked to the rows
     only reads the NaN past each row; a status that never counts reports nothing."""
     rng = np.random.default_rng(12)
@@ -224,54 +173,29 @@ CASES = all_cases()
 MUTANTS = mutants()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    found: dict[str, np.ndarray] = copies.run_harness(
-        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("ce")
-    )
-    return found
-
-
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    found = []
-    loss, status = results[f"{case.id}/loss"], results[f"{case.id}/status"]
-    pad = case.pad
-    if (np.concatenate([loss[:pad], loss[-pad:]]) != CANARY).any():
-        found.append("loss canaries overwritten")
-    if (np.concatenate([status[:pad], status[-pad:]]) != harness.I64_CANARY).any():
-        found.append("status canaries overwritten")
-    got_status = status[pad:-pad]
-    if not np.array_equal(got_status, case.expected["status"]):
-        found.append(f"status {got_status.tolist()}, expected {case.expected['status'].tolist()}")
-    got = loss[pad:-pad].astype(np.float64)
-    want = case.expected["loss"]
-    if np.isfinite(want).all():
-        if not np.isfinite(got).all():
-            found.append(f"loss {got[0]} where the reference's is finite")
-    elif not np.array_equal(got, want, equal_nan=True):
-        found.append(f"loss {got[0]}, expected {want[0]}")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """The status exactly; the loss NaN or infinite where the reference's is,
+    else within ``case.tol``; canaries intact around both."""
     assert problems(case, results) == []
-    want = case.expected["loss"]
-    got = results[f"{case.id}/loss"][case.pad : -case.pad].astype(np.float64)
-    if np.isfinite(want).all():
-        assert_close(got, want, case.tol)
 
 
 def test_every_case_is_a_valid_launch() -> None:
     for case in CASES:
-        validator.validate(copies.case_contract(case))
+        validator.validate(case.contract())
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
-    assert "where the reference's is finite" in found["no-class-mask"], found
-    assert "status [0," in found["no-count"], found
+    assert (
+        "loss: 1 of 1 elements NaN or infinite where the reference is finite"
+        in found["no-class-mask"]
+    ), found
+    assert "status: " in found["no-count"] and "element 0: [0," in found["no-count"], found
 
 
 def test_the_cases_are_not_vacuous() -> None:
@@ -293,24 +217,13 @@ def test_out_of_range_in_the_reference_too() -> None:
 
 def test_the_validator_holds_the_dims_to_the_shapes() -> None:
     case = CASES[1]
-    contract = copies.case_contract(case)
+    contract = case.contract()
     assert validator.validate(contract) is None
     bad = dict(case.args)
     bad["C"] = bad["C"] + 1
     wrong = replace(case, args=list(bad.items()))
     with pytest.raises(validator.ContractError, match="imply"):
-        validator.validate(copies.case_contract(wrong))
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
+        validator.validate(wrong.contract())
 
 
 @pytest.mark.parametrize("arch", [80, 90])

@@ -1,4 +1,4 @@
-"""The cuda backend on a fake driver (`teeny_ir.runtime.backends.fake_cuda`): no
+"""The cuda backend on a fake driver (`teeny_ir.testing.fake_cuda`): no
 GPU, no cuda-python. A real emitted plan (LeNet inference with cubins for sm_80
 and sm_90) runs through ``runtime.load(DIR).run(..., backend="cuda")``; every
 launch's module, function, grid, block, shared memory and the exact bytes of
@@ -26,8 +26,8 @@ from teeny_ir.core.expressions import eval_text
 from teeny_ir.kernels.contract import KernelArg
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends import cuda
-from teeny_ir.runtime.backends.fake_cuda import FakeDriver
 from teeny_ir.runtime.errors import BackendUnavailableError, RuntimeInputError
+from teeny_ir.testing.fake_cuda import FakeDriver
 
 ROOT = Path(__file__).resolve().parent.parent
 LENET = ROOT / "examples" / "lenet"

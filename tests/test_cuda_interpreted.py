@@ -1,5 +1,5 @@
 """The cuda backend end to end on a fake driver that interprets every launch
-(`teeny_ir.runtime.backends.fake_cuda.Interpreting`): the kernel is found from
+(`teeny_ir.testing.fake_cuda.Interpreting`): the kernel is found from
 the cubin its module was loaded from and its arguments are decoded from the
 parameter bytes alone, so every device address (parameters, inputs, arena
 offsets, channel-slice views), scalar and launch shape the backend packs is
@@ -7,7 +7,7 @@ checked by the numbers it produces. The results must be bit-identical to the
 interpreter backend running the same plan: the same kernels on the same
 memory layout.
 
-One harness process per run (``tests/cuda_fake_harness.py``, with
+One harness process per run (`teeny_ir.testing.cuda_fake_harness`, with
 ``TRITON_INTERPRET=1``): a LeNet training plan (three SGD-with-momentum steps at
 batches 2, 3 and 2, the state kept on the device: each step must see the parameters the one
 before updated, copied on the device; reading the state on the host before the
@@ -36,7 +36,7 @@ from teeny_ir.frontend.losses import add_cross_entropy_loss
 
 ROOT = Path(__file__).resolve().parent.parent
 LENET = ROOT / "examples" / "lenet"
-HARNESS = Path(__file__).resolve().parent / "cuda_fake_harness.py"
+HARNESS = "teeny_ir.testing.cuda_fake_harness"
 
 C2F = """\
 func.func @forward(%x: tensor<?x6x5x7xf32>) -> tensor<?x5x5x7xf32> {
@@ -73,7 +73,7 @@ def _harness(tmp_path: Path, request: dict[str, object]) -> dict[str, np.ndarray
     (tmp_path / "request.json").write_text(json.dumps(request), encoding="utf-8")
     results = tmp_path / "results.npz"
     done = subprocess.run(
-        [sys.executable, str(HARNESS), str(tmp_path / "request.json"), str(results)],
+        [sys.executable, "-m", HARNESS, str(tmp_path / "request.json"), str(results)],
         env=interpreter_environment(os.environ),
         capture_output=True,
         text=True,

@@ -2,8 +2,8 @@
 against the reference convolution, its AOT compilation for sm_80 and sm_90,
 and small graphs end to end (teeny-inference, emit-triton, the runtime).
 
-The kernel runs in one `kernel_harness.py` subprocess for all cases (as in
-test_implicit_gemm_conv.py): inputs are NaN-padded (an unmasked read poisons
+The kernel runs in one harness process for all cases and the mutants
+(`teeny_ir.testing.kernels.run_cases`): inputs are NaN-padded (an unmasked read poisons
 the result), outputs NaN-filled (an unwritten element stays NaN) and
 canary-padded on both sides (an unmasked write changes a canary). No extent
 is a multiple of its tile (taps too, where a step takes several); batches are
@@ -15,15 +15,9 @@ other channels are NaN (read: poisoned) or must stay NaN (written: caught).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -38,10 +32,9 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render
 from teeny_ir.reference.conv import _conv2d
 from teeny_ir.testing import REDUCTION_TOL, assert_close
+from teeny_ir.testing.kernels import Case, Results, channel_slice, problems
 
 FAMILY = FAMILIES["depthwise_conv"]
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 ACTIVATIONS = (pointwise.NO_ACTIVATION, *pointwise.epilogue_names())
 _TILE_CHOICES = [
     pick_depthwise_tile_sizes(m, n, k, profile)
@@ -95,43 +88,16 @@ class Conv:
         return self.views.get(operand, (self.channels, 0))[1] * self.plane(operand)
 
 
-def as_view(conv: Conv, operand: str, image: np.ndarray) -> np.ndarray:
-    """``image`` [B, C, h, w] laid out as the operand's view: the span from its
-    first element, NaN in the other channels of its buffer."""
-    if operand not in conv.views:
-        return image.ravel()
-    buffer_channels, first = conv.views[operand]
-    batch, channels = image.shape[:2]
-    buffer = np.full((batch, buffer_channels, *image.shape[2:]), np.nan, np.float32)
-    buffer[:, first : first + channels] = image
-    start = conv.offset(operand)
-    return buffer.ravel()[start : start + conv.span(operand)]
+def tiles_of(case: Case) -> tuple[int, int, int]:
+    """``(BLOCK_P, BLOCK_C, BLOCK_T)`` of a case."""
+    block_p, block_c, block_t = (int(case.constexprs[k]) for k in ("BLOCK_P", "BLOCK_C", "BLOCK_T"))
+    return block_p, block_c, block_t
 
 
-def from_view(conv: Conv, operand: str, data: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The images [B, C, oh, ow] of an output view's span, and every element of
-    the span that lies outside them (other channels of the buffer)."""
-    plane = conv.plane(operand)
-    image = conv.channels * plane
-    stride = conv.batch_stride(operand)
-    inside = np.zeros(data.size, bool)
-    for b in range(conv.batch):
-        inside[b * stride : b * stride + image] = True
-    images = np.stack([data[b * stride : b * stride + image] for b in range(conv.batch)])
-    return images.reshape(conv.batch, conv.channels, *conv.out_hw()), data[~inside]
-
-
-@dataclass
-class Case:
-    id: str
-    conv: Conv
-    activation: str
-    tiles: tuple[int, int, int]
-    num_warps: int
-    extra: tuple[int, int, int]  # programs beyond the tile model, per grid axis (x, y)
-    args: dict[str, Any]
-    expected: np.ndarray
-    pad: int
+def conv_of(case: Case) -> Conv:
+    """The geometry a case was made from."""
+    conv: Conv = case.spec
+    return conv
 
 
 def make_case(
@@ -158,12 +124,12 @@ def make_case(
     if conv.residual:
         r = rng.standard_normal(v.shape).astype(np.float32)
         v = v + r
-        r_arg = as_view(conv, "r", r)
+        r_arg = channel_slice(r, conv.views.get("r"))[0]
     else:
         # Never read: all NaN, so a read would poison the output.
         r_arg = np.full(conv.span("x"), np.nan, np.float32)
-    args: dict[str, Any] = {
-        "x": as_view(conv, "x", x),
+    args: dict[str, object] = {
+        "x": channel_slice(x, conv.views.get("x"))[0],
         "w": w,
         "scale": scale,
         "shift": shift,
@@ -205,14 +171,39 @@ def make_case(
     reach = ((rows - 1) // (oh * ow) + 1) * conv.batch_stride("y") + channels * oh * ow
     before = conv.padding[0] * conv.hw[1] + conv.padding[1] + conv.offset("x")
     pad = max(reach, before) + 64
-    return Case(name, conv, activation, tiles, num_warps, extra, args, v, pad)
-
-
-def grid(case: Case) -> list[int]:
-    conv, (block_p, block_c, _) = case.conv, case.tiles
-    oh, ow = conv.out_hw()
-    needed = [math.ceil(conv.batch * oh * ow / block_p), math.ceil(conv.channels / block_c), 1]
-    return [n + e for n, e in zip(needed, case.extra, strict=True)]
+    needed = [math.ceil(conv.batch * oh * ow / block_p), math.ceil(c / block_c), 1]
+    image = (conv.batch, c, *conv.hw)
+    tensors = {
+        "x": (image, conv.batch_stride("x")),
+        "w": (w.shape, math.prod(w.shape[1:])),
+        "scale": (scale.shape, 1),
+        "shift": (shift.shape, 1),
+        # Without a residual r is bound to the input (and never read).
+        "r": (v.shape, conv.batch_stride("r"))
+        if conv.residual
+        else (image, conv.batch_stride("x")),
+        "y": (v.shape, conv.batch_stride("y")),
+    }
+    return Case(
+        id=name,
+        family=FAMILY.name,
+        constexprs={
+            "BLOCK_P": block_p,
+            "BLOCK_C": block_c,
+            "BLOCK_T": block_t,
+            "ACTIVATION": activation,
+            "HAS_RESIDUAL": int(conv.residual),
+        },
+        args=list(args.items()),
+        grid=tuple(n + e for n, e in zip(needed, extra, strict=True)),
+        pad=pad,
+        # The output view's span: the images, NaN in the buffer's other channels.
+        expected={"y": channel_slice(v, conv.views.get("y"), np.float64)[0]},
+        tensors=tensors,
+        num_warps=num_warps,
+        tol=REDUCTION_TOL,
+        spec=conv,
+    )
 
 
 def all_cases() -> list[Case]:
@@ -279,72 +270,35 @@ def all_cases() -> list[Case]:
 
 
 CASES = all_cases()
-
-
-def run_cases(
-    cases: list[Case], workdir: Path, mutate: Callable[[str], str] | None = None
-) -> dict[str, np.ndarray]:
-    """Run every case in one interpreter process; the padded output buffer by case id."""
-    files: dict[str, tuple[str, str]] = {}
-    specs = []
-    for index, case in enumerate(cases):
-        if case.activation not in files:
-            name = f"depthwise_conv_{len(files)}"
-            path = workdir / f"{name}.py"
-            text = render(FAMILY, name, {"ACTIVATION": case.activation})
-            path.write_text(mutate(text) if mutate else text)
-            files[case.activation] = (str(path), name)
-        args: list[dict[str, Any]] = []
-        for arg_index, value in enumerate(case.args.values()):
-            if isinstance(value, np.ndarray):
-                array = workdir / f"case{index}_arg{arg_index}.npy"
-                np.save(array, value)
-                args.append({"array": str(array)})
-            elif isinstance(value, tuple):
-                args.append({"output": value[1]})
-            else:
-                args.append({"int": value})
-        block_p, block_c, block_t = case.tiles
-        specs.append(
-            {
-                "kernel_file": files[case.activation][0],
-                "kernel_name": files[case.activation][1],
-                "constexprs": {
-                    "BLOCK_P": block_p,
-                    "BLOCK_C": block_c,
-                    "BLOCK_T": block_t,
-                    "ACTIVATION": case.activation,
-                    "HAS_RESIDUAL": int(case.conv.residual),
-                },
-                "grid": grid(case),
-                "num_warps": case.num_warps,
-                "pad": case.pad,
-                "args": args,
-            }
-        )
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": specs}))
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+MASKS = {
+    "store": ("v, mask=mask)", "v)"),
+    "top-padding": ("& (in_h >= 0)", ""),
+    "right-padding": ("& (in_w < W)", ""),
+}
+"""Masks of the kernel and an edit removing each (`test_removing_a_mask_is_caught`)."""
+MUTANTS = {
+    what: dataclasses.replace(
+        make_case(
+            Conv(1, 3, (5, 6), (3, 3), padding=(1, 1, 1, 1)),
+            "none",
+            (16, 2, 4),
+            np.random.default_rng(1),
+        ),
+        id=f"mutant-no-{what}-mask",
+        mutation=mutation,
     )
-    assert done.returncode == 0, done.stderr
-    output = list(FAMILY.args).index(FAMILY.arg("y"))
-    with np.load(results_file, allow_pickle=False) as npz:
-        return {case.id: npz[f"case{i}_arg{output}"] for i, case in enumerate(cases)}
+    for what, mutation in MASKS.items()
+}
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return run_cases(CASES, tmp_path_factory.mktemp("depthwise"))
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 def test_cases_cover_the_brief() -> None:
-    convs = [case.conv for case in CASES]
+    convs = [conv_of(case) for case in CASES]
     assert {c.batch for c in convs} == {1, 3}
-    assert {case.activation for case in CASES} == set(ACTIVATIONS)
+    assert {case.constexprs["ACTIVATION"] for case in CASES} == set(ACTIVATIONS)
     assert {case.num_warps for case in CASES} == set(WARPS) == {4, 8}
     assert any(c.strides == (2, 2) and c.kernel == (3, 3) for c in convs)
     assert any(c.kernel == (1, 1) and c.strides == (2, 2) for c in convs)
@@ -352,110 +306,53 @@ def test_cases_cover_the_brief() -> None:
     assert any(len(set(c.padding)) > 1 for c in convs)
     assert any(c.residual for c in convs) and any(not c.residual for c in convs)
     assert {"x", "r", "y"} <= {operand for c in convs for operand in c.views}
-    assert any(case.tiles[2] > 1 for case in CASES) and any(case.tiles[2] == 1 for case in CASES)
+    assert any(tiles_of(case)[2] > 1 for case in CASES)
+    assert any(tiles_of(case)[2] == 1 for case in CASES)
     for case in CASES:
-        oh, ow = case.conv.out_hw()
-        block_p, block_c, block_t = case.tiles
-        taps = math.prod(case.conv.kernel)
-        assert (case.conv.batch * oh * ow) % block_p, case.id
-        assert case.conv.channels % block_c, case.id
+        conv = conv_of(case)
+        oh, ow = conv.out_hw()
+        block_p, block_c, block_t = tiles_of(case)
+        taps = math.prod(conv.kernel)
+        assert (conv.batch * oh * ow) % block_p, case.id
+        assert conv.channels % block_c, case.id
         assert block_t == 1 or taps % block_t, case.id
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Case, results: dict[str, np.ndarray]) -> None:
-    buffer = results[case.id]
-    pad = case.pad
-    for side, region in (("before", buffer[:pad]), ("after", buffer[len(buffer) - pad :])):
-        assert (region == CANARY).all(), f"canaries {side} the output overwritten"
-    images, others = from_view(case.conv, "y", buffer[pad : len(buffer) - pad])
-    assert np.isnan(others).all(), "the kernel wrote channels outside its output view"
-    got = images.astype(np.float64)
-    assert not np.isnan(got).any(), "an output element was never written (or read NaN)"
-    assert_close(got, case.expected, REDUCTION_TOL)
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, the channels outside the output view unwritten, every
+    output element written, the values within the tolerance rule."""
+    assert problems(case, results) == []
 
 
-@pytest.mark.parametrize(
-    ("removed", "replacement"),
-    [
-        ("v, mask=mask)", "v)"),  # the store mask
-        ("& (in_h >= 0)", ""),  # the top padding
-        ("& (in_w < W)", ""),  # the right padding
-    ],
-)
-def test_removing_a_mask_is_caught(removed: str, replacement: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("what", MASKS)
+def test_removing_a_mask_is_caught(what: str, results: Results) -> None:
     """The checks are not vacuous: without its store mask the kernel writes
     into the canaries; without a padding mask it reads NaN (the padding around
     the input) or an element the reference does not see (the next row's)."""
-    conv = Conv(1, 3, (5, 6), (3, 3), padding=(1, 1, 1, 1))
-    case = make_case(conv, "none", (16, 2, 4), np.random.default_rng(1))
-
-    def mutate(text: str) -> str:
-        assert text.count(removed) == 1, removed
-        return text.replace(removed, replacement)
-
-    buffer = run_cases([case], tmp_path, mutate=mutate)[case.id]
-    if not replacement:
-        body = buffer[case.pad : -case.pad].astype(np.float64)
-        assert np.isnan(body).any() or not np.allclose(body, case.expected.ravel(), atol=1e-4)
+    found = " ".join(problems(MUTANTS[what], results))
+    if what == "store":
+        assert "canaries after the view overwritten" in found, found
     else:
-        canaries = np.concatenate([buffer[: case.pad], buffer[-case.pad :]])
-        assert (canaries != CANARY).any()
-
-
-def _contract(case: Case, **changes: str) -> validator.LaunchContract:
-    conv = case.conv
-    tensors = {
-        "x": (conv.batch, conv.channels, *conv.hw),
-        "w": case.args["w"].shape,
-        "scale": case.args["scale"].shape,
-        "shift": case.args["shift"].shape,
-        "y": (conv.batch, conv.channels, *conv.out_hw()),
-    }
-    if conv.residual:
-        tensors["r"] = tensors["y"]
-    strides = tuple((k, conv.batch_stride(k)) for k in sorted(conv.views) if k in tensors)
-    args = []
-    for name, value in case.args.items():
-        if name == "r":
-            args.append((name, "r" if conv.residual else "x"))
-        elif isinstance(value, np.ndarray | tuple):
-            args.append((name, name))
-        else:
-            args.append((name, changes.get(name, str(value))))
-    block_p, block_c, block_t = case.tiles
-    return validator.LaunchContract(
-        family=FAMILY.name,
-        constexprs=(
-            ("BLOCK_P", block_p),
-            ("BLOCK_C", block_c),
-            ("BLOCK_T", block_t),
-            ("ACTIVATION", case.activation),
-            ("HAS_RESIDUAL", int(conv.residual)),
-        ),
-        args=tuple(args),
-        tensors=tuple((name, tuple(shape)) for name, shape in tensors.items()),
-        grid=tuple(str(g) for g in grid(case)),
-        num_warps=case.num_warps,
-        num_stages=1,
-        strides=strides,
-    )
+        assert "NaN or infinite where the reference is finite" in found or (
+            "y: max|got - ref|" in found
+        ), found
 
 
 def test_cases_are_valid_launches() -> None:
     """Each case's launch is one the contract validator proves safe."""
     for case in CASES:
-        validator.validate(_contract(case), batches=(case.conv.batch,))
+        validator.validate(case.contract(), batches=(conv_of(case).batch,))
 
 
 def test_the_validator_refuses_wrong_bindings() -> None:
-    case = next(c for c in CASES if c.conv.residual and "y" in c.conv.views)
+    case = next(c for c in CASES if conv_of(c).residual and "y" in conv_of(c).views)
+    batches = (conv_of(case).batch,)
     with pytest.raises(validator.ContractError, match="argument 'KH' = '2' is 2"):
-        validator.validate(_contract(case, KH="2"), batches=(case.conv.batch,))
+        validator.validate(case.contract(KH="2"), batches=batches)
     with pytest.raises(validator.ContractError, match=r"'y' .* has batch stride"):
         validator.validate(
-            _contract(case, y_batch_stride=str(case.conv.channels * 42)),
-            batches=(case.conv.batch,),
+            case.contract(y_batch_stride=str(conv_of(case).channels * 42)), batches=batches
         )
 
 
@@ -465,7 +362,7 @@ def test_the_residual_footprint_counts_only_with_has_residual() -> None:
     larger output does not fit in it, and the launch is refused."""
     conv = Conv(2, 3, (4, 4), (3, 3), padding=(2, 2, 2, 2))  # 4x4 -> 6x6
     case = make_case(conv, "none", (16, 2, 1), np.random.default_rng(2))
-    contract = _contract(case)
+    contract = case.contract()
     validator.validate(contract, batches=(2,))
     constexprs = tuple((k, 1 if k == "HAS_RESIDUAL" else v) for k, v in contract.constexprs)
     with pytest.raises(validator.ContractError, match="argument 'r' may touch 156 elements"):
@@ -478,17 +375,6 @@ AOT_TILES = [(64, 1, 1), (64, 16, 1), (128, 32, 1), (128, 64, 1), (64, 8, 16)]
 """The gpu rule's smallest and largest tiles, and 8-warp and several-taps ones."""
 AOT_RESIDUAL = {(64, 1, 1): 1, (128, 32, 1): 1, (128, 64, 1): 1}
 """The variants compiled with HAS_RESIDUAL (the others without)."""
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 @pytest.mark.parametrize("arch", [80, 90])

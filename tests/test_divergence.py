@@ -136,3 +136,12 @@ def test_a_bad_reference_module_is_a_located_error(tmp_path: Path) -> None:
     )
     assert code == 1
     assert stderr.getvalue().startswith(f"{bad}:2:"), stderr.getvalue()
+
+
+def test_a_source_location_is_read_with_ascii_digits_only() -> None:
+    # str.isdigit() holds for "²" and "\u0663"; int() refuses the first and reads the second.
+    from teeny_ir.runtime.divergence import _position
+
+    assert _position("m.mlir:12:8") == (12, 8)
+    for loc in ("m.mlir:\u00b2:8", "m.mlir:12:\u0663", "m.mlir:\uff11:1", "m.mlir:x:1", "m.mlir"):
+        assert _position(loc) is None, loc

@@ -9,6 +9,9 @@ pass reads them, so no number is duplicated.
 from __future__ import annotations
 
 import errno
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -134,12 +137,12 @@ def test_out_dir_permission_denied(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_a_write_failing_midway_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from passes import emit_triton
+    from teeny_ir.backend import emit
 
     def full(directory: Any, plan: Any) -> None:
         raise OSError(errno.ENOSPC, os_reason(errno.ENOSPC))
 
-    monkeypatch.setattr(emit_triton, "write_plan", full)
+    monkeypatch.setattr(emit, "write_plan", full)
     (header,) = refusal(tmp_path / "out")
     assert header.endswith(f"cannot write out-dir '{tmp_path / 'out'}': No space left on device")
     assert list(tmp_path.iterdir()) == []
@@ -157,6 +160,37 @@ def os_reason(code: int) -> str:
     import os
 
     return os.strerror(code)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+@pytest.mark.parametrize("make", ["fifo", "dev-zero"])
+def test_out_dir_whose_plan_json_is_not_a_regular_file(tmp_path: Path, make: str) -> None:
+    """A previous emission's plan.json replaced by a FIFO or a /dev/zero symlink
+    makes the out-dir no previous emission: refused, never read to the end or
+    waited on (teeny-opt in a process of its own, so a regression fails)."""
+    out = tmp_path / "out"
+    emit(out)
+    (out / "plan.json").unlink()
+    if make == "fifo":
+        os.mkfifo(out / "plan.json")
+    else:
+        (out / "plan.json").symlink_to("/dev/zero")
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("teeny-opt")),
+            "-",
+            "-p",
+            f"emit-triton{{out-dir={out}}}",
+        ],
+        input=kernel_ir(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"error: refusing to replace out-dir '{out}': it is not empty" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 # --- what the plan schema would refuse --------------------------------------

@@ -12,21 +12,16 @@ activation); the remarks of blocked fusions; the reference of random graphs
 ``identity(bias)`` and ``ACTIVATION``, and the batch norm's ``ACTIVATION``,
 run in Triton's interpreter at batch 1 and 3 on shapes that are no tile
 multiples, against the reference of the unfused graph: every case in one
-`kernel_harness.py` subprocess, inputs NaN-padded, outputs NaN-filled and
-canary-padded, grids with more programs than needed. (AOT compilation of a
+harness process (`teeny_ir.testing.kernels.run_cases`), inputs NaN-padded,
+outputs NaN-filled and canary-padded, grids with more programs than needed. (AOT compilation of a
 matmul with ``ACTIVATION = silu`` for sm_80 and sm_90 is
 test_linear_gemm.py's `test_variants_compile_ahead_of_time`.)
 """
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 import zlib
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,17 +36,13 @@ from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.norm import BatchNormOp
 from dialects.kernel import LaunchOp
 from teeny_ir import reference
-from teeny_ir.core import derivations, expressions
+from teeny_ir.core import derivations, pointwise
 from teeny_ir.core.diagnostics import Severity, engine_of
 from teeny_ir.ir.context import make_context
 from teeny_ir.kernels import validator
-from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import lowering_for
-from teeny_ir.kernels.render import render
 from teeny_ir.testing import REDUCTION_TOL, assert_close, assert_round_trips
+from teeny_ir.testing.kernels import Case, Results, launch_case, lower_op, problems
 
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 FUSE = "fuse-conv-bn-act"
 
 
@@ -169,7 +160,7 @@ GENERIC_BN = f"""\
         ),
         (
             MATMUL_TEXT.replace("activation silu", "activation gelu"),
-            "expected activation to be one of silu, relu, sigmoid, tanh",
+            f"expected activation to be one of {', '.join(pointwise.epilogue_names())}",
         ),
         (
             BN_TRAINING,
@@ -346,7 +337,7 @@ def _random_graph(rng: np.random.Generator) -> tuple[str, dict[str, np.ndarray],
     """Every fusable chain kind at random odd sizes, plus a blocked one; the text,
     its weights and one input shape (without the batch) per argument."""
     m, k, n, rows, c, inner = (int(v) for v in rng.integers(1, 12, size=6))
-    acts = [str(a) for a in rng.choice(["relu", "silu", "sigmoid", "tanh"], size=4)]
+    acts = [str(a) for a in rng.choice(pointwise.epilogue_names(), size=4)]
     a, y, x, lx, v = (
         _t("?", 2, m, k),
         _t("?", 2, m, n),
@@ -425,11 +416,7 @@ def _lowered(text: str) -> tuple[Any, Any, LaunchOp]:
     unfused = teeny_ir.parse_module(text)
     fused, _ = _run(text)
     (op,) = [o for o in fused.walk() if isinstance(o, MatmulOp | BatchNormOp | LinearOp)]
-    rule = lowering_for(type(op))
-    assert not isinstance(rule, str), rule
-    launch = rule(op)
-    assert isinstance(launch, LaunchOp)
-    return unfused, op, launch
+    return unfused, op, lower_op(op)
 
 
 def _matmul_graph(a: tuple[int, ...], n: int, activation: str, swap: bool = False) -> str:
@@ -528,23 +515,6 @@ func.func @forward(%a: {_t("?", 7, 6)}, %r: {_t(6, 5)}, %c: {_t(5)}) -> {_t("?",
 # ---------------------------------------------------------------- interpreter
 
 
-@dataclass
-class Case:
-    id: str
-    family: str
-    constexprs: dict[str, int | str]
-    args: list[tuple[str, Any]]  # ABI order: ndarray, int, or ("output", numel)
-    grid: int
-    pad: int
-    expected: np.ndarray
-    num_warps: int
-    contract: validator.LaunchContract
-
-
-def _evaluate(text: str, batch: int) -> int:
-    return int(expressions.compile_expr(expressions.parse_cached(text))({"B": batch}))
-
-
 def _case(
     name: str, text: str, shapes: list[tuple[int, ...]], weights: dict[str, Any], extra: int
 ) -> Case:
@@ -555,37 +525,26 @@ def _case(
     rng = np.random.default_rng(zlib.crc32(name.encode()) + batch)
     inputs = [rng.standard_normal(s).astype(np.float32) for s in shapes]
     (want,) = reference.run(unfused, weights, inputs)
-    slots = {f"param.{slot.name}": slot for slot in launch.param_slots}
     operands = []
     for value in launch.operands:
         assert isinstance(value, BlockArgument)
         operands.append(inputs[value.index])
-    args: list[tuple[str, Any]] = []
-    for arg, binding in launch.arg_bindings:
-        if binding.startswith("in"):
-            args.append((arg, operands[int(binding[2:])].ravel()))
-        elif binding == "out0":
-            args.append((arg, ("output", want.size)))
-        elif binding in slots:
-            args.append((arg, derivations.evaluate(slots[binding].derivation, weights)))
-        else:
-            args.append((arg, _evaluate(binding, batch)))
-    assert [a for a, _ in args] == [a.name for a in FAMILIES[launch.family].args]
     constexprs = dict(launch.constexpr_values)
     if launch.family == "channel_affine":
         pad = int(constexprs["BLOCK"]) * (1 + extra)
     else:
         pad = int(constexprs["BLOCK_M"]) * want.shape[-1] + int(constexprs["BLOCK_N"])
-    return Case(
+    return launch_case(
         f"{name}-b{batch}",
-        launch.family,
-        constexprs,
-        args,
-        _evaluate(launch.grid[0], batch) + extra,
-        pad,
-        want.astype(np.float64).ravel(),
-        launch.num_warps,
-        launch.contract(),
+        launch,
+        batch,
+        operands,
+        [want],
+        pad=pad,
+        tol=REDUCTION_TOL,
+        weights=weights,
+        extra_programs=extra,
+        spec=launch.contract(),
     )
 
 
@@ -610,7 +569,7 @@ def all_cases() -> list[Case]:
     }
     cases = []
     for batch in (1, 3):
-        for activation in ("relu", "silu", "sigmoid"):
+        for activation in pointwise.epilogue_names():
             cases.append(
                 _case(
                     f"matmul-3x37x29@29x45-{activation}",
@@ -662,59 +621,8 @@ def all_cases() -> list[Case]:
 CASES = all_cases()
 
 
-def run_harness(cases: list[Case], workdir: Path) -> dict[str, np.ndarray]:
-    """Every case in one interpreter process; each output's padded buffer by id."""
-    assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
-    files: dict[tuple[str, str], tuple[str, str]] = {}
-    specs = []
-    for index, case in enumerate(cases):
-        key = (case.family, str(case.constexprs["ACTIVATION"]))
-        if key not in files:
-            name = f"{case.family}_{len(files)}"
-            path = workdir / f"{name}.py"
-            path.write_text(render(FAMILIES[case.family], name, case.constexprs))
-            files[key] = (str(path), name)
-        args: list[dict[str, Any]] = []
-        for arg_index, (_, value) in enumerate(case.args):
-            if isinstance(value, np.ndarray):
-                array = workdir / f"case{index}_arg{arg_index}.npy"
-                np.save(array, value)
-                args.append({"array": str(array)})
-            elif isinstance(value, tuple):
-                args.append({"output": value[1]})
-            else:
-                args.append({"int": value})
-        specs.append(
-            {
-                "kernel_file": files[key][0],
-                "kernel_name": files[key][1],
-                "constexprs": case.constexprs,
-                "grid": [case.grid, 1, 1],
-                "num_warps": case.num_warps,
-                "pad": case.pad,
-                "args": args,
-            }
-        )
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": specs}))
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    results = {}
-    with np.load(results_file, allow_pickle=False) as npz:
-        for index, case in enumerate(cases):
-            output = [name for name, _ in case.args].index("y")
-            results[case.id] = npz[f"case{index}_arg{output}"]
-    return results
-
-
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return run_harness(CASES, tmp_path_factory.mktemp("epilogue"))
+HARNESS_CASES = CASES
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 def test_cases_cover_the_brief() -> None:
@@ -727,21 +635,19 @@ def test_cases_cover_the_brief() -> None:
             )
             assert m % block_m and n % block_n and k % block_k, case.id
     activations = {(c.family, c.constexprs["ACTIVATION"]) for c in CASES}
-    assert activations >= {("matmul", a) for a in ("relu", "silu", "sigmoid", "tanh")}
+    assert activations >= {("matmul", a) for a in pointwise.epilogue_names()}
     assert ("channel_affine", "silu") in activations and ("linear", "relu") in activations
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Case, results: dict[str, np.ndarray]) -> None:
-    buffer = results[case.id]
-    pad = case.pad
-    for side, region in (("before", buffer[:pad]), ("after", buffer[len(buffer) - pad :])):
-        assert (region == CANARY).all(), f"canaries {side} the output overwritten"
-    got = buffer[pad : len(buffer) - pad].astype(np.float64)
-    assert not np.isnan(got).any(), "an output element was never written"
-    assert_close(got, case.expected, REDUCTION_TOL)
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, every output element written, the values within the
+    tolerance rule (against the unfused graph)."""
+    assert problems(case, results) == []
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_every_case_is_a_valid_launch(case: Case) -> None:
-    validator.validate(case.contract)
+    """The launch as lowered (over every batch) and as the harness binds it."""
+    validator.validate(case.spec)
+    validator.validate(case.contract())

@@ -55,6 +55,23 @@ def test_rejects(text: str, message: str) -> None:
         parse(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("\u0663", "unexpected character '\u0663' at 0 in '\u0663'"),  # ARABIC-INDIC DIGIT THREE
+        ("\uff11", "unexpected character '\uff11' at 0 in '\uff11'"),  # FULLWIDTH DIGIT ONE
+        ("B * \u0663", "unexpected character '\u0663' at 4 in 'B * \u0663'"),
+        ("1\u0663", "unexpected character '\u0663' at 1 in '1\u0663'"),  # not the number 13
+        ("B\u00b2", "unexpected character '\u00b2' at 1 in 'B\u00b2'"),  # SUPERSCRIPT TWO
+    ],
+)
+def test_only_ascii_digits_are_numbers(text: str, message: str) -> None:
+    # int() reads every Unicode decimal digit (int("\u0663") == 3): the grammar must not.
+    with pytest.raises(ExpressionError) as info:
+        parse(text)
+    assert str(info.value) == message
+
+
 def test_unbound_symbol_and_division_by_zero() -> None:
     with pytest.raises(ExpressionError, match="unbound symbol 'C'"):
         evaluate(parse("C + 1"), {"B": 1})

@@ -2,8 +2,8 @@
 (conv1x1_gemm, implicit_gemm_conv) share: ``y = act(scale * conv + shift) + r``,
 with ``x``, ``r`` and ``y`` each possibly a channel slice of a larger NCHW buffer.
 
-Every rendered kernel runs in one `kernel_harness.py` subprocess for all cases:
-inputs are NaN-padded (an unmasked read poisons the result), outputs NaN-filled
+Every rendered kernel runs in one harness process for all cases
+(`teeny_ir.testing.kernels.run_cases`): inputs are NaN-padded (an unmasked read poisons the result), outputs NaN-filled
 (an element never written stays NaN) and canary-padded (a write past the
 output changes a canary). A strided input is embedded as channels ``[c0, c0 +
 C)`` of a larger buffer whose other channels are NaN, so a read of a wrong
@@ -16,13 +16,8 @@ residuals runs end to end through the views.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import re
-import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,9 +37,8 @@ from teeny_ir.kernels.implicit_gemm_conv import tiles as igc_tiles
 from teeny_ir.kernels.render import render
 from teeny_ir.reference.conv import _conv2d
 from teeny_ir.testing import REDUCTION_TOL, assert_close
+from teeny_ir.testing.kernels import Case, Results, problems
 
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 GEMM, IGC = "conv1x1_gemm", "implicit_gemm_conv"
 LAUNCH_CONFIGS = {GEMM: gemm_tiles.launch_config, IGC: igc_tiles.launch_config}
 EDGES = [2**i for i in range(4, 12)]
@@ -151,16 +145,6 @@ def embed(array: np.ndarray, view: View | None) -> tuple[np.ndarray, int]:
     return buffer.ravel()[start:], view.total * math.prod(plane)
 
 
-@dataclass
-class Case:
-    spec: Spec
-    args: dict[str, Any]  # ABI name -> flat ndarray, int, or ("output", numel)
-    tensors: dict[str, tuple[int, ...]]  # pointer -> the (logical) shape bound to it
-    strides: dict[str, int]  # pointer -> batch stride, for the batch-strided ones
-    expected: np.ndarray  # the output view, NaN where nothing may be written
-    pad: int
-
-
 def make_case(spec: Spec, rng: np.random.Generator) -> Case:
     oh, ow = spec.out_hw()
     group_in = spec.c_in // spec.groups
@@ -234,10 +218,29 @@ def make_case(spec: Spec, rng: np.random.Generator) -> Case:
         "y_batch_stride": y_stride,
     }
     assert list(args) == [a.name for a in FAMILIES[spec.family].args], spec.id
+    if not spec.residual:  # bound to the input, as the lowering binds it
+        tensors["r"] = tensors["x"]
+        strides |= {"r": strides["x"]} if "x" in strides else {}
     # An unmasked store would reach at most a tile of channels and of positions past
     # the output: the canaries catch it.
     pad = spec.tiles[1] * oh * ow + spec.tiles[0]
-    return Case(spec, args, tensors, strides, expected.ravel()[:numel], pad)
+    return Case(
+        id=spec.id,
+        family=spec.family,
+        constexprs=spec.constexprs(),
+        args=[(k, v.ravel() if isinstance(v, np.ndarray) else v) for k, v in args.items()],
+        grid=tuple(spec.grid()),
+        pad=pad,
+        expected={"y": expected.ravel()[:numel]},
+        tensors={
+            name: (tuple(shape), strides.get(name, math.prod(shape[1:])))
+            for name, shape in tensors.items()
+        },
+        num_warps=spec.num_warps,
+        num_stages=2,
+        tol=REDUCTION_TOL,
+        spec=spec,
+    )
 
 
 def all_specs() -> list[Spec]:
@@ -298,60 +301,8 @@ SPECS = all_specs()
 CASES = [make_case(spec, np.random.default_rng(index)) for index, spec in enumerate(SPECS)]
 
 
-def run_cases(cases: list[Case], workdir: Path) -> dict[str, np.ndarray]:
-    """Run every case in one interpreter process; each output's padded buffer by id."""
-    assert len({case.spec.id for case in cases}) == len(cases), "case ids must be unique"
-    files: dict[tuple[str, str], tuple[str, str]] = {}
-    specs = []
-    for index, case in enumerate(cases):
-        spec = case.spec
-        key = (spec.family, spec.activation)
-        if key not in files:
-            name = f"{spec.family}_{len(files)}"
-            path = workdir / f"{name}.py"
-            path.write_text(render(FAMILIES[spec.family], name, spec.constexprs()))
-            files[key] = (str(path), name)
-        args: list[dict[str, Any]] = []
-        for arg_index, value in enumerate(case.args.values()):
-            if isinstance(value, np.ndarray):
-                array = workdir / f"case{index}_arg{arg_index}.npy"
-                np.save(array, value)
-                args.append({"array": str(array)})
-            elif isinstance(value, tuple):
-                args.append({"output": value[1]})
-            else:
-                args.append({"int": value})
-        specs.append(
-            {
-                "kernel_file": files[key][0],
-                "kernel_name": files[key][1],
-                "constexprs": spec.constexprs(),
-                "grid": spec.grid(),
-                "num_warps": spec.num_warps,
-                "pad": case.pad,
-                "args": args,
-            }
-        )
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": specs}))
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    results = {}
-    with np.load(results_file, allow_pickle=False) as npz:
-        for index, case in enumerate(cases):
-            output = list(case.args).index("y")
-            results[case.spec.id] = npz[f"case{index}_arg{output}"]
-    return results
-
-
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return run_cases(CASES, tmp_path_factory.mktemp("gemm-epilogue"))
+HARNESS_CASES = CASES
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 def test_cases_cover_the_brief() -> None:
@@ -373,17 +324,11 @@ def test_cases_cover_the_brief() -> None:
         assert m % block_m and (spec.c_out // spec.groups) % block_n and k % block_k, spec.id
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.spec.id for case in CASES])
-def test_kernel_matches_the_reference(case: Case, results: dict[str, np.ndarray]) -> None:
-    buffer = results[case.spec.id]
-    pad = case.pad
-    for side, region in (("before", buffer[:pad]), ("after", buffer[len(buffer) - pad :])):
-        assert (region == CANARY).all(), f"canaries {side} the output overwritten"
-    got = buffer[pad : len(buffer) - pad].astype(np.float64)
-    gaps = np.isnan(case.expected)
-    assert np.isnan(got[gaps]).all(), "wrote into the gaps between the output's images"
-    assert not np.isnan(got[~gaps]).any(), "an output element was never written"
-    assert_close(got[~gaps], case.expected[~gaps], REDUCTION_TOL)
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, the gaps between the output's images unwritten, every
+    output element written, the values within the tolerance rule."""
+    assert problems(case, results) == []
 
 
 # ---------------------------------------------------------------- the validator
@@ -391,28 +336,13 @@ def test_kernel_matches_the_reference(case: Case, results: dict[str, np.ndarray]
 
 def contract(case: Case, **dims: str) -> validator.LaunchContract:
     """The case's launch as the validator sees it; ``dims`` override bindings."""
-    bindings = {
-        name: name if isinstance(value, np.ndarray | tuple) else str(value)
-        for name, value in case.args.items()
-    }
-    if not case.spec.residual:
-        bindings["r"] = "x"  # the input, as the lowering binds it
-    return validator.LaunchContract(
-        family=case.spec.family,
-        constexprs=tuple(case.spec.constexprs().items()),
-        args=tuple((bindings | dims).items()),
-        tensors=tuple(case.tensors.items()),
-        grid=tuple(map(str, case.spec.grid())),
-        num_warps=case.spec.num_warps,
-        num_stages=2,
-        strides=tuple(case.strides.items()),
-    )
+    return case.contract(**dims)
 
 
 def test_cases_are_valid_launches() -> None:
     """The validator proves each case safe: the footprints fit the views' spans."""
     for case in CASES:
-        validator.validate(contract(case), batches=(case.spec.batch,))
+        validator.validate(case.contract(), batches=(case.spec.batch,))
 
 
 def _first(family: str, *, x_view: bool, residual: bool) -> Case:
@@ -430,15 +360,15 @@ def _first(family: str, *, x_view: bool, residual: bool) -> Case:
 @pytest.mark.parametrize("family", [GEMM, IGC])
 def test_the_validator_refuses_a_wrong_x_batch_stride(family: str) -> None:
     strided = _first(family, x_view=True, residual=False)
-    image = math.prod(strided.tensors["x"][1:])
+    image = math.prod(strided.tensors["x"][0][1:])
     with pytest.raises(
         validator.ContractError,
         match=rf"argument 'x_batch_stride' = '{image}' is {image} at B = 3, but 'x' .* "
-        rf"has batch stride {strided.strides['x']}",
+        rf"has batch stride {strided.tensors['x'][1]}",
     ):
         validator.validate(contract(strided, x_batch_stride=str(image)), batches=(3,))
     contiguous = _first(family, x_view=False, residual=True)
-    wide = str(strided.strides["x"])
+    wide = str(strided.tensors["x"][1])
     with pytest.raises(validator.ContractError, match="argument 'x_batch_stride'"):
         validator.validate(contract(contiguous, x_batch_stride=wide), batches=(3,))
 
@@ -446,24 +376,13 @@ def test_the_validator_refuses_a_wrong_x_batch_stride(family: str) -> None:
 @pytest.mark.parametrize("family", [GEMM, IGC])
 def test_the_validator_refuses_a_residual_smaller_than_the_output(family: str) -> None:
     case = _first(family, x_view=False, residual=True)
-    shape = case.tensors["r"]
-    short = replace(case, tensors=case.tensors | {"r": (shape[0] - 1, *shape[1:])})
+    shape, stride = case.tensors["r"]
+    short = replace(case, tensors=case.tensors | {"r": ((shape[0] - 1, *shape[1:]), stride)})
     with pytest.raises(validator.ContractError, match="argument 'r' may touch"):
         validator.validate(contract(short), batches=(3,))
 
 
 # ---------------------------------------------------------------- AOT
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 def compile_variant(

@@ -9,57 +9,39 @@ Each kernel case is one graph op written as IR with a dynamic batch and lowered
 by its family's ``@lowers`` rule, so the dims and the grid are what the compiler
 emits at the case's batch (1 or 3, and more for many row blocks); some cases
 shrink the tiles so that many programs and row chunks run, some launch extra
-programs. The cases run in one `kernel_harness.py` subprocess with NaN-padded
-inputs and canary-padded NaN-filled outputs, so an unwritten element or a write
+programs. The cases run in one harness process (`teeny_ir.testing.kernels.run_cases`)
+with NaN-padded inputs and canary-padded NaN-filled outputs, so an unwritten element or a write
 out of bounds shows, and with warnings as errors: the derivatives at +-inf
 (``silu'(inf) = inf * 0 = nan``, as PyTorch and the reference give it) come
-without an invalid operation.
+without an invalid operation. The activations are every unary entry of the
+pointwise table, each option at its sample values (`teeny_ir.testing.variants`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 import re
-import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
-from xdsl.dialects.builtin import TensorType
 
 import teeny_ir
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import expressions
+from teeny_ir.core import pointwise
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import lowering_for
 from teeny_ir.kernels.render import RenderError, render
 from teeny_ir.runtime import checks
 from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-harness = _sibling("kernel_harness.py")
-CANARY = copies.CANARY
+from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.kernels import Case, Results, View, launch_case, problems
+from teeny_ir.testing.variants import variants
 
 
 def _type(shape: tuple[int | str, ...], element: str = "f32") -> str:
@@ -68,13 +50,7 @@ def _type(shape: tuple[int | str, ...], element: str = "f32") -> str:
 
 def lowered(text: str) -> tuple[Any, LaunchOp]:
     """The module of ``text`` (one graph op) and the launch its rule builds."""
-    module = teeny_ir.parse_module(text)
-    graph_op = next(o for o in module.walk() if o.name.startswith("graph."))
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    launch = rule(graph_op)
-    assert isinstance(launch, LaunchOp)
-    return module, launch
+    return harness.lowered(text)
 
 
 def one_op(op: str, operands: list[tuple[str, str]], result: str, options: str = "") -> str:
@@ -96,93 +72,44 @@ def make_case(
     inputs: list[np.ndarray],
     batch: int,
     *,
-    expected: dict[str, np.ndarray] | None = None,
+    expected: list[np.ndarray] | None = None,
     constexprs: dict[str, int | str] | None = None,
     extra_programs: int = 0,
     tol: float = ELEMENTWISE_TOL,
-    views: dict[str, tuple[np.ndarray, int]] | None = None,
-) -> Any:
+    views: dict[str, View] | None = None,
+) -> Case:
     """A harness case of ``launch`` at ``batch``: ``in<k>`` bound to ``inputs[k]``
-    (or to ``views[name]``, a padded buffer and its batch stride), each output
-    to a fresh buffer of its result's size; expected: the reference's outputs
-    (by ABI name) unless given."""
-    family = FAMILIES[launch.family]
-    env = {"B": batch}
-    values = dict(launch.constexpr_values) | (constexprs or {})
-    views = views or {}
+    (``views`` puts pointers in batch-strided channel slices), each output to a
+    fresh buffer of its result's size; expected: the reference's outputs (by
+    result) unless given; shrunken tiles (``constexprs``) get the grid their
+    tile model needs."""
     if expected is None:
         with np.errstate(all="ignore"):
-            outs = reference.run(module, {}, inputs)
-        expected = {}
-        for name, binding in launch.arg_bindings:
-            if binding.startswith("out"):
-                expected[name] = np.asarray(outs[int(binding[3:])], np.float64)
-    args: list[tuple[str, Any]] = []
-    tensors: dict[str, tuple[tuple[int, ...], int]] = {}
-    results = launch.results
-    for name, binding in launch.arg_bindings:
-        kind = family.arg(name).kind
-        if kind == "input":
-            array = inputs[int(binding[2:])]
-            data, stride = views.get(name, (array.ravel(), math.prod(array.shape[1:])))
-            args.append((name, data))
-            tensors[name] = (array.shape, stride)
-        elif kind == "output":
-            result_type = results[int(binding[3:])].type
-            assert isinstance(result_type, TensorType)
-            shape = tuple(batch if d < 0 else d for d in result_type.get_shape())
-            dtype = family.arg(name).dtype
-            numel = math.prod(shape)
-            args.append((name, ("output", numel, "i64") if dtype == "*i64" else ("output", numel)))
-            tensors[name] = (shape, math.prod(shape[1:]))
-        else:
-            args.append((name, expressions.eval_text(binding, env)))
-    for name, (data, stride) in views.items():
-        bound = dict(args)
-        stride_arg = family.batch_strides[name]
-        assert expressions.eval_text(dict(launch.arg_bindings)[stride_arg], env) == math.prod(
-            tensors[name][0][1:]
-        )
-        args = [(n, stride if n == stride_arg else v) for n, v in args]
-        assert bound[name] is data
-    grid = expressions.eval_text(launch.grid[0], env)
-    if constexprs:  # shrunken tiles: the grid the tile model needs for them
-        grid = validator_grid(family, dict(args), values)
-    return copies.Case(
-        id=case_id,
-        family=launch.family,
-        constexprs=values,
-        args=args,
-        grid=grid + extra_programs,
+            expected = [np.asarray(o, np.float64) for o in reference.run(module, {}, inputs)]
+    return launch_case(
+        case_id,
+        launch,
+        batch,
+        inputs,
+        expected,
         pad=2048,
-        expected=expected,
-        tensors=tensors,
-        num_warps=launch.num_warps,
         tol=tol,
+        views=views,
+        constexprs=constexprs,
+        extra_programs=extra_programs,
     )
-
-
-def validator_grid(family: Any, args: dict[str, Any], constexprs: dict[str, int | str]) -> int:
-    """Programs the family's tile model needs on grid axis 0."""
-    env = {k: v for k, v in args.items() if isinstance(v, int)}
-    env |= {k: v for k, v in constexprs.items() if isinstance(v, int)}
-    total = 1
-    for extent, tile in family.grid[0].covers:
-        total *= -(-expressions.eval_text(extent, env) // expressions.eval_text(tile, env))
-    return total
 
 
 # ---------------------------------------------------------------- activation_grad
 
 ACTIVATIONS = {
-    "relu": "activation relu",
-    "silu": "activation silu",
-    "sigmoid": "activation sigmoid",
-    "tanh": "activation tanh",
-    "gelu": "activation gelu",
-    "gelu_tanh": "activation gelu approximate tanh",
-    "leaky_relu": "activation leaky_relu negative_slope 0.2",
+    variant.spelling: " ".join(
+        ["activation", variant.name, variant.option_text(every=True)]
+    ).strip()
+    for variant in variants(arity=1)
 }
+"""Every unary entry of the pointwise table with sample option values, by its
+kernel spelling: ``graph.activation_grad``'s options (``activation gelu approximate tanh``)."""
 SPECIALS = np.array(
     [0.0, -0.0, np.nan, 1e30, -1e30, 3e38, -3e38, 100.0, -100.0, 20.0, -20.0, 9.0, -9.0, 1e-30],
     np.float32,
@@ -197,7 +124,7 @@ def activation_case(
     *,
     block: int | None = None,
     extra_programs: int = 0,
-) -> Any:
+) -> Case:
     shape = (batch, 5, 7)
     t = _type(("?", 5, 7))
     module, launch = lowered(
@@ -255,9 +182,7 @@ def softmax_case(
     if nan:
         y.ravel()[1] = np.nan
         dy.ravel()[-2] = np.nan
-    views = None
-    if view is not None:
-        views = {"dy": copies.channel_slice(dy, view)}
+    views = None if view is None else {"dy": view}
     case_id = (
         f"{'log' if log else ''}softmax-bwd-{'x'.join(map(str, shape))}-axis{axis}"
         + (f"-b{blocks[0]}x{blocks[1]}" if blocks else "")
@@ -334,14 +259,14 @@ def ce_case(
         + (f"-grid+{extra_programs}" if extra_programs else "")
         + (f"-x@{view[1]}of{view[0]}" if view else "")
     )
-    views = None if view is None else {"logits": copies.channel_slice(x[:, :, None], view)}
+    views = None if view is None else {"logits": view}
     return make_case(
         case_id,
         module,
         launch,
         [x, targets, gradient],
         batch,
-        expected={"dlogits": want, "status": _status(targets, classes)},
+        expected=[want, _status(targets, classes)],
         constexprs=dict(zip(("BLOCK_ROWS", "BLOCK_C"), blocks, strict=True)) if blocks else None,
         extra_programs=extra_programs,
         tol=REDUCTION_TOL,
@@ -394,9 +319,9 @@ def broadcast_case(
 # ---------------------------------------------------------------- the cases
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(21)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for name in ACTIVATIONS:
         cases.append(activation_case(name, 1, rng))
         cases.append(activation_case(name, 3, rng, block=16, extra_programs=2))
@@ -426,7 +351,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Mutated kernels the checks must catch."""
     rng = np.random.default_rng(23)
     return {
@@ -460,70 +385,37 @@ CASES = all_cases()
 MUTANTS = mutants()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    found: dict[str, np.ndarray] = copies.run_harness(
-        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("grad")
-    )
-    return found
-
-
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    """What is wrong with a case's outputs: canaries, the status, NaN/inf where the
-    reference has none or misses one, and the tolerance rule on the rest."""
-    found: list[str] = []
-    pad = case.pad
-    for name, want in case.expected.items():
-        buffer = results[f"{case.id}/{name}"]
-        canary = harness.I64_CANARY if buffer.dtype == np.int64 else CANARY
-        if (np.concatenate([buffer[:pad], buffer[-pad:]]) != canary).any():
-            found.append(f"{name} canaries overwritten")
-        got = buffer[pad:-pad]
-        if buffer.dtype == np.int64:
-            if not np.array_equal(got, want):
-                found.append(f"{name} {got.tolist()}, expected {want.tolist()}")
-            continue
-        got, want = got.astype(np.float64), want.ravel()
-        if got.shape != want.shape:
-            found.append(f"{name}: {got.size} elements, expected {want.size}")
-            continue
-        finite = np.isfinite(want)
-        if not np.array_equal(got[~finite], want[~finite], equal_nan=True):
-            found.append(f"{name}: NaN/inf {got[~finite][:8]}, expected {want[~finite][:8]}")
-        if not np.isfinite(got[finite]).all():
-            found.append(f"{name}: non-finite where the reference's is finite")
-            continue
-        if finite.any():
-            if case.tol == 0.0:
-                if not np.array_equal(got[finite], want[finite]):
-                    found.append(f"{name}: not an exact copy")
-                elif not np.array_equal(np.signbit(got), np.signbit(want)):
-                    found.append(f"{name}: the sign of zero is lost")
-                continue
-            error = float(np.abs(got[finite] - want[finite]).max())
-            bound = case.tol * max(1.0, float(np.abs(want[finite]).max()))
-            if error > bound:
-                found.append(f"{name}: max error {error:.3g} above {bound:.3g}")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries, the status exactly, NaN/inf where the reference has them and
+    nowhere else, the tolerance rule on the rest (a copy bit for bit)."""
     assert problems(case, results) == []
 
 
 def test_every_case_is_a_valid_launch() -> None:
     for case in CASES:
-        validator.validate(copies.case_contract(case))
+        validator.validate(case.contract())
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_every_unary_entry_of_the_table_is_run() -> None:
+    acts = {c.constexprs["ACTIVATION"] for c in CASES if c.family == "activation_grad"}
+    assert acts == set(ACTIVATIONS)
+    assert {pointwise.parse_spelling(a)[0] for a in acts} == {
+        e for e in pointwise.TABLE if e.arity == 1
+    }
+
+
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
-    assert "dx canaries overwritten" in found["act-no-store-mask"], found
-    assert "max error" in found["softmax-last-chunk"], found
-    assert "status [0," in found["ce-no-count"], found
-    assert "not an exact copy" in found["bcast-no-inner-stride"], found
+    assert re.search(r"dx: \d+ of the \d+ canaries after the view", found["act-no-store-mask"])
+    assert "dx: max|got - ref|" in found["softmax-last-chunk"], found
+    assert "status: " in found["ce-no-count"] and "element 0: [0," in found["ce-no-count"]
+    assert "out: " in found["bcast-no-inner-stride"], found
+    assert "bit for bit" in found["bcast-no-inner-stride"], found
 
 
 def test_the_cases_are_not_vacuous() -> None:
@@ -550,7 +442,7 @@ def test_the_validator_holds_the_dims_to_the_shapes() -> None:
         args[name] += 1
         wrong = replace(case, args=list(args.items()))
         with pytest.raises(validator.ContractError, match="imply"):
-            validator.validate(copies.case_contract(wrong))
+            validator.validate(wrong.contract())
 
 
 def test_out_of_range_in_the_reference_too() -> None:
@@ -574,17 +466,6 @@ def test_a_binary_entry_has_no_derivative_to_render() -> None:
 
 
 # ---------------------------------------------------------------- AOT
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 AOT_VARIANTS = [
@@ -622,7 +503,7 @@ def _e2e_op_text(family: str) -> str:
     t = _type(("?", 10))
     return {
         "activation_grad": one_op(
-            "graph.activation_grad", [("x", t), ("dy", t)], t, ACTIVATIONS["gelu_tanh"]
+            "graph.activation_grad", [("x", t), ("dy", t)], t, ACTIVATIONS["gelu(approximate=tanh)"]
         ),
         "softmax_backward": one_op("graph.softmax_backward", [("y", t), ("dy", t)], t, "axis 1"),
         "cross_entropy_backward": one_op(

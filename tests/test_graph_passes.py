@@ -1,4 +1,4 @@
-"""split-bias, fuse-conv-bn-act and select-conv-algorithm through the Python API:
+"""split-bias, fuse-epilogues and select-conv-algorithm through the Python API:
 structure, locations, diagnostics, and numerics against the reference interpreter."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from teeny_ir.core import derivations
 from teeny_ir.core.diagnostics import Severity, SourceLoc, engine_of
 from teeny_ir.ir.context import make_context
 
-INFERENCE = "split-bias,fuse-conv-bn-act,select-conv-algorithm"
+INFERENCE = "split-bias,fuse-epilogues,select-conv-algorithm"
 
 
 def _param(name: str, shape: tuple[int, ...]) -> str:
@@ -85,7 +85,7 @@ def test_split_bias_ops_keep_the_conv_location() -> None:
 
 
 def test_fused_op_has_the_fold_and_a_fused_location() -> None:
-    module = _run(CONV_BN_SILU, "split-bias,fuse-conv-bn-act")
+    module = _run(CONV_BN_SILU, "split-bias,fuse-epilogues")
     (fused,) = _ops(module, FusedConv2dOp)
     assert isinstance(fused, FusedConv2dOp)
     bn = ("m.0.bn.weight", "m.0.bn.bias", "m.0.bn.running_mean", "m.0.bn.running_var")
@@ -115,7 +115,7 @@ def test_fused_op_has_the_fold_and_a_fused_location() -> None:
 def test_training_mode_keeps_the_batch_norm_and_says_why() -> None:
     ctx = make_context()
     module = teeny_ir.parse_module(CONV_BN_SILU, "model.mlir", ctx=ctx)
-    teeny_ir.PassManager.parse("split-bias,fuse-conv-bn-act{mode=training}").run(module, ctx)
+    teeny_ir.PassManager.parse("split-bias,fuse-epilogues{mode=training}").run(module, ctx)
     (fused,) = _ops(module, FusedConv2dOp)
     assert isinstance(fused, FusedConv2dOp)
     assert fused.scale.data == derivations.fill(1.0, [16])
@@ -128,10 +128,10 @@ def test_training_mode_keeps_the_batch_norm_and_says_why() -> None:
 
 
 def test_mode_option_round_trips_and_rejects_unknown_values() -> None:
-    manager = teeny_ir.PassManager.parse("fuse-conv-bn-act{mode=training}")
-    assert "fuse-conv-bn-act{mode=training}" in manager.pipeline_string()
+    manager = teeny_ir.PassManager.parse("fuse-epilogues{mode=training}")
+    assert "fuse-epilogues{mode=training}" in manager.pipeline_string()
     with pytest.raises(teeny_ir.DiagnosticError, match="mode"):
-        teeny_ir.PassManager.parse("fuse-conv-bn-act{mode=eval}")
+        teeny_ir.PassManager.parse("fuse-epilogues{mode=eval}")
 
 
 def test_select_marks_gemm_with_tiles() -> None:
@@ -205,7 +205,7 @@ def test_select_reports_every_unsupported_conv_at_once() -> None:
 
 
 def test_pattern_sets_are_reusable() -> None:
-    from passes.fuse_conv_bn_act import FuseConvChain
+    from passes.fuse_epilogues import FuseConvChain
     from passes.select_conv_algorithm import select_conv_algorithm_patterns
     from passes.split_bias import split_bias_patterns
 
@@ -269,7 +269,7 @@ def test_inference_passes_preserve_numerics(seed: int, batch: int) -> None:
 @pytest.mark.parametrize("batch", [1, 3])
 @pytest.mark.parametrize("mode", ["inference", "training"])
 def test_fusion_preserves_numerics_of_windowed_convs(batch: int, mode: str) -> None:
-    """fuse-conv-bn-act handles any convolution (select-conv-algorithm is what
+    """fuse-epilogues handles any convolution (select-conv-algorithm is what
     refuses non-GEMM ones): a strided, padded, grouped 3x3 conv, and a bias_add."""
     from teeny_ir import reference
 
@@ -297,7 +297,7 @@ def test_fusion_preserves_numerics_of_windowed_convs(batch: int, mode: str) -> N
     x = rng.normal(size=(batch, 4, 7, 6)).astype(np.float32)
     module = teeny_ir.parse_module(text, "model.mlir")
     (before,) = reference.run(module, weights, [x])
-    teeny_ir.PassManager.parse(f"split-bias,fuse-conv-bn-act{{mode={mode}}}").run(module)
+    teeny_ir.PassManager.parse(f"split-bias,fuse-epilogues{{mode={mode}}}").run(module)
     assert len(_ops(module, FusedConv2dOp)) == 1
     (after,) = reference.run(module, weights, [x])
     assert after.shape == before.shape == (batch, 6, 4, 3)

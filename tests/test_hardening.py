@@ -260,6 +260,23 @@ def test_huge_tensor_dimension() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "func.func @f() {\n  %0 = arith.constant \u0663 : i64\n  return\n}\n",  # ARABIC-INDIC 3
+        "func.func @f() {\n  %0 = arith.constant \uff11 : i64\n  return\n}\n",  # FULLWIDTH 1
+        "func.func @f() {\n  %0 = arith.constant \u00bd : i64\n  return\n}\n",  # VULGAR 1/2
+        "func.func @f() {\n  %0 = arith.constant 1\u0663 : i64\n  return\n}\n",
+        "func.func @f() {\n  return\n}\nfunc.func @g(%a: tensor<\u0663xf32>) {\n  return\n}\n",
+    ],
+    ids=["arabic-indic", "fullwidth", "fraction", "ascii-then-arabic-indic", "in-a-type"],
+)
+def test_only_ascii_digits_are_numbers(text: str) -> None:
+    # xDSL's lexer starts a number at any str.isnumeric() character, and int() reads
+    # every Unicode decimal digit: "tensor<\u0663xf32>" was tensor<3xf32>.
+    check(text, 4 if "@g" in text else 2, "unexpected character")
+
+
 def test_5000_digit_integer_literal() -> None:
     text = "func.func @f() {\n  %0 = arith.constant " + "9" * 5000 + " : i32\n  return\n}\n"
     result = check(text, 2, "digit", "large")

@@ -2,8 +2,8 @@
 against the reference convolution, its AOT compilation for sm_80 and sm_90,
 and a small graph end to end (teeny-inference, emit-triton, the runtime).
 
-The kernel runs in one `kernel_harness.py` subprocess for all cases (as in
-test_kernel_templates.py): inputs are NaN-padded (an unmasked read poisons
+The kernel runs in one harness process for all cases and the mutant
+(`teeny_ir.testing.kernels.run_cases`): inputs are NaN-padded (an unmasked read poisons
 the result), outputs NaN-filled (an unwritten element stays NaN) and
 canary-padded on both sides (an unmasked write changes a canary). No extent
 is a multiple of its tile; batches are 1 and 3; some grids launch more
@@ -12,13 +12,8 @@ programs than the tile model needs on every axis.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +29,10 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.implicit_gemm_conv.tiles import launch_config, pick_implicit_gemm_tile_sizes
 from teeny_ir.kernels.render import render
 from teeny_ir.reference.conv import _conv2d
-from teeny_ir.testing import REDUCTION_TOL, assert_close
+from teeny_ir.testing import REDUCTION_TOL
+from teeny_ir.testing.kernels import Case, Results, problems
 
 FAMILY = FAMILIES["implicit_gemm_conv"]
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 ACTIVATIONS = (pointwise.NO_ACTIVATION, *pointwise.epilogue_names())
 WARPS = sorted({launch_config(m, n)[0] for m in (64, 128) for n in (16, 32, 64, 128)})
 """Every num_warps the family's launch_config can emit for its tiles."""
@@ -66,17 +60,16 @@ class Conv:
         return oh, ow
 
 
-@dataclass
-class Case:
-    id: str
-    conv: Conv
-    activation: str
-    tiles: tuple[int, int, int]
-    num_warps: int
-    extra: tuple[int, int, int]  # programs beyond the tile model, per grid axis
-    args: dict[str, Any]
-    expected: np.ndarray
-    pad: int
+def tiles_of(case: Case) -> tuple[int, int, int]:
+    """``(BLOCK_M, BLOCK_N, BLOCK_K)`` of a case."""
+    block_m, block_n, block_k = (int(case.constexprs[k]) for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    return block_m, block_n, block_k
+
+
+def conv_of(case: Case) -> Conv:
+    """The geometry a case was made from."""
+    conv: Conv = case.spec
+    return conv
 
 
 def make_case(
@@ -138,18 +131,40 @@ def make_case(
     # An unmasked store reaches at most one tile of rows (each a whole image's
     # channels) and one tile of channels past the output.
     pad = (block_m + (block_n + extra[1] * block_n) * oh * ow) * (1 + extra[0] + extra[2]) + v.size
-    return Case(name, conv, activation, tiles, num_warps, extra, args, v.ravel(), pad)
-
-
-def grid(case: Case) -> list[int]:
-    conv, (block_m, block_n, _) = case.conv, case.tiles
-    oh, ow = conv.out_hw()
     needed = [
         math.ceil(conv.batch * oh * ow / block_m),
         math.ceil(conv.c_out // conv.groups / block_n),
         conv.groups,
     ]
-    return [n + e for n, e in zip(needed, case.extra, strict=True)]
+    tensors = {
+        name: (value.shape, math.prod(value.shape[1:]))
+        for name, value in args.items()
+        if isinstance(value, np.ndarray)
+    }
+    tensors["y"] = (v.shape, v[0].size)
+    return Case(
+        id=name,
+        family=FAMILY.name,
+        constexprs={
+            "BLOCK_M": block_m,
+            "BLOCK_N": block_n,
+            "BLOCK_K": block_k,
+            "ACTIVATION": activation,
+            "HAS_RESIDUAL": 0,
+        },
+        args=[
+            (k, value.ravel() if isinstance(value, np.ndarray) else value)
+            for k, value in args.items()
+        ],
+        grid=tuple(n + e for n, e in zip(needed, extra, strict=True)),
+        pad=pad,
+        expected={"y": v.ravel()},
+        tensors=tensors,
+        num_warps=num_warps,
+        num_stages=2,
+        tol=REDUCTION_TOL,
+        spec=conv,
+    )
 
 
 def all_cases() -> list[Case]:
@@ -213,180 +228,71 @@ def all_cases() -> list[Case]:
 
 
 CASES = all_cases()
+MUTANT = replace(
+    make_case(
+        Conv(1, 3, 5, (5, 6), (3, 3), padding=(1, 1, 1, 1)),
+        "none",
+        (64, 16, 16),
+        np.random.default_rng(1),
+    ),
+    id="mutant-no-store-mask",
+    mutation=("in_image, v, mask=mask)", "in_image, v)"),
+)
+"""A kernel without its store mask (`test_removing_the_store_mask_is_caught`)."""
 
 
-def run_cases(
-    cases: list[Case], workdir: Path, mutate: Callable[[str], str] | None = None
-) -> dict[str, np.ndarray]:
-    """Run every case in one interpreter process; the padded output buffer by case id."""
-    files: dict[str, tuple[str, str]] = {}
-    specs = []
-    for index, case in enumerate(cases):
-        if case.activation not in files:
-            name = f"implicit_gemm_conv_{len(files)}"
-            path = workdir / f"{name}.py"
-            text = render(FAMILY, name, {"ACTIVATION": case.activation})
-            path.write_text(mutate(text) if mutate else text)
-            files[case.activation] = (str(path), name)
-        args: list[dict[str, Any]] = []
-        for arg_index, value in enumerate(case.args.values()):
-            if isinstance(value, np.ndarray):
-                array = workdir / f"case{index}_arg{arg_index}.npy"
-                np.save(array, value)
-                args.append({"array": str(array)})
-            elif isinstance(value, tuple):
-                args.append({"output": value[1]})
-            else:
-                args.append({"int": value})
-        block_m, block_n, block_k = case.tiles
-        specs.append(
-            {
-                "kernel_file": files[case.activation][0],
-                "kernel_name": files[case.activation][1],
-                "constexprs": {
-                    "BLOCK_M": block_m,
-                    "BLOCK_N": block_n,
-                    "BLOCK_K": block_k,
-                    "ACTIVATION": case.activation,
-                    "HAS_RESIDUAL": 0,
-                },
-                "grid": grid(case),
-                "num_warps": case.num_warps,
-                "pad": case.pad,
-                "args": args,
-            }
-        )
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": specs}))
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    output = list(FAMILY.args).index(FAMILY.arg("y"))
-    with np.load(results_file, allow_pickle=False) as npz:
-        return {case.id: npz[f"case{i}_arg{output}"] for i, case in enumerate(cases)}
-
-
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return run_cases(CASES, tmp_path_factory.mktemp("implicit-gemm"))
+HARNESS_CASES = [*CASES, MUTANT]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 def test_cases_cover_the_brief() -> None:
-    convs = [case.conv for case in CASES]
+    convs = [conv_of(case) for case in CASES]
     assert {c.batch for c in convs} == {1, 3}
-    assert {case.activation for case in CASES} == set(ACTIVATIONS)
+    assert {case.constexprs["ACTIVATION"] for case in CASES} == set(ACTIVATIONS)
     assert {case.num_warps for case in CASES} == set(WARPS) == {4, 8}
     assert any(c.c_in == 3 and c.kernel == (3, 3) for c in convs)  # K = 27
     assert any(c.kernel == (1, 1) and c.strides == (2, 2) for c in convs)
     assert any(c.groups > 1 for c in convs) and any(c.dilation != (1, 1) for c in convs)
     assert any(len(set(c.padding)) > 1 for c in convs)
     for case in CASES:
-        oh, ow = case.conv.out_hw()
-        block_m, block_n, block_k = case.tiles
-        k = case.conv.c_in // case.conv.groups * math.prod(case.conv.kernel)
-        assert (case.conv.batch * oh * ow) % block_m and k % block_k, case.id
-        assert (case.conv.c_out // case.conv.groups) % block_n, case.id
+        conv = conv_of(case)
+        oh, ow = conv.out_hw()
+        block_m, block_n, block_k = tiles_of(case)
+        k = conv.c_in // conv.groups * math.prod(conv.kernel)
+        assert (conv.batch * oh * ow) % block_m and k % block_k, case.id
+        assert (conv.c_out // conv.groups) % block_n, case.id
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Case, results: dict[str, np.ndarray]) -> None:
-    buffer = results[case.id]
-    pad = case.pad
-    for side, region in (("before", buffer[:pad]), ("after", buffer[len(buffer) - pad :])):
-        assert (region == CANARY).all(), f"canaries {side} the output overwritten"
-    got = buffer[pad : len(buffer) - pad].astype(np.float64)
-    assert not np.isnan(got).any(), "an output element was never written"
-    assert_close(got, case.expected, REDUCTION_TOL)
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, every output element written, the values within the
+    tolerance rule."""
+    assert problems(case, results) == []
 
 
-def _without_store_mask(text: str) -> str:
-    head, store = text.split("tl.store(")
-    mask = ", mask=mask)"
-    assert mask in store
-    return head + "tl.store(" + store.replace(mask, ")", 1)
-
-
-def test_removing_the_store_mask_is_caught(tmp_path: Path) -> None:
+def test_removing_the_store_mask_is_caught(results: Results) -> None:
     """The canary check is not vacuous: without its store mask the kernel
     writes into the padding around the output."""
-    conv = Conv(1, 3, 5, (5, 6), (3, 3), padding=(1, 1, 1, 1))
-    case = make_case(conv, "none", (64, 16, 16), np.random.default_rng(1))
-    buffer = run_cases([case], tmp_path, mutate=_without_store_mask)[case.id]
-    assert (buffer[: case.pad] != CANARY).any() or (buffer[-case.pad :] != CANARY).any()
+    assert "canaries after the view overwritten" in " ".join(problems(MUTANT, results))
 
 
 def test_cases_are_valid_launches() -> None:
-    """Each case's launch is one the contract validator proves safe."""
+    """Each case's launch is one the contract validator proves safe (``r``
+    bound to the input, as the lowering binds it without a residual)."""
     for case in CASES:
-        tensors = {k: v.shape for k, v in case.args.items() if isinstance(v, np.ndarray)}
-        conv = case.conv
-        tensors["y"] = (conv.batch, conv.c_out, *conv.out_hw())
-        block_m, block_n, block_k = case.tiles
-        contract = validator.LaunchContract(
-            family=FAMILY.name,
-            constexprs=(
-                ("BLOCK_M", block_m),
-                ("BLOCK_N", block_n),
-                ("BLOCK_K", block_k),
-                ("ACTIVATION", case.activation),
-                ("HAS_RESIDUAL", 0),
-            ),
-            args=tuple(
-                (name, name if isinstance(value, np.ndarray | tuple) else str(value))
-                for name, value in case.args.items()
-            ),
-            tensors=tuple((name, tuple(shape)) for name, shape in tensors.items()),
-            grid=tuple(str(g) for g in grid(case)),
-            num_warps=case.num_warps,
-            num_stages=2,
-        )
-        validator.validate(contract, batches=(conv.batch,))
+        validator.validate(case.contract(), batches=(conv_of(case).batch,))
 
 
 def test_the_validator_refuses_a_wrong_geometry_binding() -> None:
-    case = CASES[0]
-    tensors = {k: v.shape for k, v in case.args.items() if isinstance(v, np.ndarray)}
-    tensors["y"] = (case.conv.batch, case.conv.c_out, *case.conv.out_hw())
-    args = [(n, n if isinstance(v, np.ndarray | tuple) else str(v)) for n, v in case.args.items()]
-    args = [(n, "2" if n == "GROUPS" else v) for n, v in args]  # the weight says 1 group
-    contract = validator.LaunchContract(
-        family=FAMILY.name,
-        constexprs=(
-            ("BLOCK_M", 64),
-            ("BLOCK_N", 16),
-            ("BLOCK_K", 16),
-            ("ACTIVATION", "none"),
-            ("HAS_RESIDUAL", 0),
-        ),
-        args=tuple(args),
-        tensors=tuple((name, tuple(shape)) for name, shape in tensors.items()),
-        grid=tuple(str(g) for g in grid(case)),
-        num_warps=4,
-        num_stages=2,
-    )
+    case = CASES[0]  # the weight says 1 group
     with pytest.raises(validator.ContractError, match="argument 'GROUPS' = '2' is 2"):
-        validator.validate(contract, batches=(1,))
+        validator.validate(case.contract(GROUPS="2"), batches=(1,))
 
 
 # ---------------------------------------------------------------- AOT
 
 AOT_TILES = [(64, 16, 16), (64, 128, 16), (128, 64, 32), (128, 128, 32)]
 """The smallest and largest tiles the rule picks, and the two mixed ones."""
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 @pytest.mark.parametrize("arch", [80, 90])

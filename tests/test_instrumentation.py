@@ -266,11 +266,11 @@ def _stat_lines(report: str, pass_name: str) -> dict[str, int]:
     return found
 
 
-def test_statistics_of_fuse_conv_bn_act() -> None:
-    result = run_opt(["-", "-p", "fuse-conv-bn-act", "--mlir-pass-statistics"], CONV_BN_SILU)
+def test_statistics_of_fuse_epilogues() -> None:
+    result = run_opt(["-", "-p", "fuse-epilogues", "--mlir-pass-statistics"], CONV_BN_SILU)
     assert result.code == 0, result.stderr
     # conv, batch_norm, silu and the four batch-norm params go; func.return now uses the fused op.
-    assert _stat_lines(result.stderr, "fuse-conv-bn-act") == {
+    assert _stat_lines(result.stderr, "fuse-epilogues") == {
         "fusions": 1,
         "not-fused": 0,
         "ops-created": 1,
@@ -285,9 +285,9 @@ def test_statistics_count_blocked_fusions() -> None:
         "  func.return %y : tensor<?x16x4x4xf32>",
         "  %z = graph.relu %c : tensor<?x16x4x4xf32>\n  func.return %y : tensor<?x16x4x4xf32>",
     )
-    result = run_opt(["-", "-p", "fuse-conv-bn-act", "--mlir-pass-statistics"], blocked)
+    result = run_opt(["-", "-p", "fuse-epilogues", "--mlir-pass-statistics"], blocked)
     assert result.code == 0, result.stderr
-    stats = _stat_lines(result.stderr, "fuse-conv-bn-act")
+    stats = _stat_lines(result.stderr, "fuse-epilogues")
     # The conv chain is blocked (two remarks: at the batch norm and the relu); the
     # batch norm, now standalone, takes its silu (one fusion: batch_norm and silu
     # erased, the fused batch_norm created, func.return modified).
@@ -919,7 +919,7 @@ def test_help_lists_the_new_flags() -> None:
         "--version",
     ):
         assert flag in result.stdout, flag
-    assert "fuse-conv-bn-act" in result.stdout
+    assert "fuse-epilogues" in result.stdout
     assert run_opt(["--list-passes"]).code == 0
 
 

@@ -14,6 +14,7 @@ from xdsl.utils.exceptions import VerifyException
 
 from dialects.kernel import LaunchOp, ParamSlot, WeightOp, symbolic_shape
 from teeny_ir import parse_module, print_module
+from teeny_ir.core import symbols
 from teeny_ir.core.derivations import bn_scale, bn_shift, reshape
 from teeny_ir.ir.verifier import verify_ops
 from teeny_ir.kernels import families
@@ -296,7 +297,9 @@ def test_duplicate_weight_is_reported_on_the_second_declaration() -> None:
 
 def test_bool_constexprs_take_zero_or_one(monkeypatch: pytest.MonkeyPatch) -> None:
     family = families.FAMILIES["elementwise"]
-    flagged = dataclasses.replace(family, constexprs=(*family.constexprs, Constexpr("FAST", "bool")))
+    flagged = dataclasses.replace(
+        family, constexprs=(*family.constexprs, Constexpr("FAST", "bool"))
+    )
     monkeypatch.setitem(families.FAMILIES, "elementwise", flagged)
 
     def build(blocks: Sequence[Block]) -> LaunchOp:
@@ -372,3 +375,104 @@ def test_batch_free_launch_is_checked_once() -> None:
     launch.verify_()
     wide = elementwise(numel="2048", grid=("1", "1", "1"), shape=(2, 16, 8, 8))
     assert "is 1 at B = 1, but" in message(wide)
+
+
+# The binding grammar (teeny_ir.core.symbols): one parser for the verifier,
+# the printer and the emitter.
+
+
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("in0", ("in", 0)),
+        ("in12", ("in", 12)),
+        ("out0", ("out", 0)),
+        ("out3", ("out", 3)),
+        ("param.w", ("param", "w")),
+        ("param._scale1", ("param", "_scale1")),
+    ],
+)
+def test_binding_grammar_reads_references(text: str, parsed: tuple[str, int | str]) -> None:
+    assert symbols.parse_binding(text) == parsed
+    assert symbols.is_binding(text)
+    assert symbols.format_binding(*symbols.parse_binding(text)) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "in01",
+        "out00",
+        "in",
+        "in-1",
+        "in\u0663",  # ARABIC-INDIC DIGIT THREE: only ASCII digits are numbers
+        "out\uff11",  # FULLWIDTH DIGIT ONE
+        "IN0",
+        " in0",
+        "in0 ",
+        "param.",
+        "param.1w",
+        "param.w.x",
+        "param.w\u00e9",
+        "B",
+        "B * 4",
+    ],
+)
+def test_binding_grammar_refuses_anything_else(text: str) -> None:
+    with pytest.raises(ValueError, match="is not a tensor reference"):
+        symbols.parse_binding(text)
+    assert not symbols.is_binding(text)
+
+
+def test_binding_grammar_refuses_an_index_past_the_int_digit_limit() -> None:
+    with pytest.raises(ValueError, match="has an index of 5000 digits"):
+        symbols.parse_binding("in" + "7" * 5000)
+
+
+def test_the_symbols_module_agrees_with_xdsl_on_the_dynamic_size() -> None:
+    assert symbols.DYNAMIC == DYNAMIC_INDEX
+    assert symbols.count_expr([Q, 3, 7]) == "B * 21"
+    assert symbols.count_expr([Q]) == "B" and symbols.count_expr([2, 3]) == "6"
+    assert symbols.dim_expr(Q) == "B" and symbols.dim_expr(5) == "5"
+
+
+@pytest.mark.parametrize(
+    ("binding", "expected"),
+    [
+        ("in01", "argument 'x' (kind input) must bind to in<N>, got 'in01'"),
+        ("in\u0661", "argument 'x' (kind input) must bind to in<N>, got 'in\u0661'"),
+    ],
+)
+def test_the_verifier_refuses_a_reference_outside_the_grammar(binding: str, expected: str) -> None:
+    _, launch = gemm(args=[("x", binding), *GEMM_ARGS[1:]])
+    assert message(launch) == expected
+
+
+def test_the_emitter_refuses_a_reference_outside_the_grammar() -> None:
+    # Unverified IR straight to the plan collector: "in01" once bound operand 1.
+    from teeny_ir.backend.collect import collect
+    from teeny_ir.core.diagnostics import DiagnosticError
+
+    def build(blocks: Sequence[Block]) -> LaunchOp:
+        args = [("x", "in0"), ("y", "in01"), *elementwise_args()[2:]]
+        return LaunchOp(
+            "elementwise",
+            blocks[0].args,
+            [tensor(Q, 4, 4, 4)],
+            {"OP": "add", "BLOCK": 1024},
+            [],
+            args,
+            ["cdiv(B * 64, 1024)", "1", "1"],
+            4,
+            1,
+        )
+
+    _, launch = in_function(build, [tensor(Q, 4, 4, 4), tensor(Q, 4, 4, 4)])
+    assert "must bind to in<N>, got 'in01'" in message(launch)
+    function = launch.parent_op()
+    assert isinstance(function, FuncOp)
+    with pytest.raises(DiagnosticError) as info:
+        collect(function)
+    assert [d.message for d in info.value.diagnostics] == [
+        "argument 'y' binds 'in01', not a tensor reference"
+    ]

@@ -1,10 +1,9 @@
 """The kernel families' Triton sources, rendered and run in Triton's interpreter
 against the numpy semantics of the pointwise table.
 
-The kernels run in a subprocess (`kernel_harness.py`), batched: one process
-for all correctness cases, one for the mutation check. Every output is
-canary-padded on both sides (see the harness) because the interpreter does
-not bounds-check: a missing store mask shows up as a changed canary, an
+The kernels run in one harness process (`teeny_ir.testing.kernels.run_cases`)
+for all correctness cases and the mutants. Every output is canary-padded on
+both sides (see the harness) because the interpreter does not bounds-check: a missing store mask shows up as a changed canary, an
 element never written as a NaN, an unmasked tail read of an input as NaN.
 
 Shapes are chosen so that no extent is a multiple of its tile (numel vs
@@ -14,13 +13,8 @@ some grids launch more programs than the tile model needs.
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -30,34 +24,13 @@ from teeny_ir.core import pointwise
 from teeny_ir.kernels.elementwise.contract import RANK as ELEMENTWISE_RANK
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render as render_variant
-from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close
-
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
-
-
-@dataclass
-class Case:
-    """One kernel launch and what its outputs must be."""
-
-    id: str
-    family: str
-    constexprs: dict[str, int | str]
-    args: dict[str, Any]  # ABI name -> ndarray (input/param), int (dim), or ("output", numel)
-    grid: int
-    pad: int
-    tol: float
-    expected: dict[str, np.ndarray] = field(default_factory=dict)  # output name -> NaN = unwritten
+from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL
+from teeny_ir.testing.kernels import Case, Results, problems
+from teeny_ir.testing.variants import variants
 
 
-def render(
-    family: str,
-    constexprs: dict[str, int | str],
-    name: str,
-    mutate: Callable[[str], str] | None = None,
-) -> str:
-    text = render_variant(FAMILIES[family], name, constexprs)
-    return mutate(text) if mutate else text
+def render(family: str, constexprs: dict[str, int | str], name: str) -> str:
+    return render_variant(FAMILIES[family], name, constexprs)
 
 
 def _evaluate(spelling: str, *operands: np.ndarray) -> np.ndarray:
@@ -141,7 +114,7 @@ def elementwise_case(
         + ("-specials" if specials else ""),
         family="elementwise",
         constexprs={"OP": op, "BLOCK": block},
-        args=args,
+        args=list(args.items()),
         grid=math.ceil(numel / block) + extra_programs,
         # An unmasked store reaches at most BLOCK elements past the end per extra program.
         pad=block * (1 + extra_programs),
@@ -176,11 +149,7 @@ def elementwise_cases(rng: np.random.Generator) -> list[Case]:
     cases: list[Case] = []
     unary = [e for e in pointwise.TABLE if e.arity == 1 and not e.options]
     binary = [e for e in pointwise.TABLE if e.arity == 2]
-    optioned = (
-        "leaky_relu(negative_slope=0.2)",
-        "gelu(approximate=none)",
-        "gelu(approximate=tanh)",
-    )
+    optioned = [v.spelling for v in variants(arity=1) if v.entry.options]
     for entry in unary:
         cases.append(elementwise_case(entry.name, (2, 5, 7, 9), None, 128, rng))
     for spelling in optioned:
@@ -283,7 +252,7 @@ def gemm_case(
             "ACTIVATION": activation,
             "HAS_RESIDUAL": 0,
         },
-        args=args,
+        args=list(args.items()),
         grid=(batch + extra_images) * tiles_per_image,
         # An unmasked store reaches at most BLOCK_N rows and BLOCK_M columns past the
         # last image, plus the images of extra programs.
@@ -311,121 +280,54 @@ def all_cases() -> list[Case]:
     return cases
 
 
-def run_harness(
-    cases: list[Case], workdir: Path, mutate: Callable[[str], str] | None = None
-) -> dict[str, np.ndarray]:
-    """Run `cases` in one interpreter process; returns each output's padded buffer
-    keyed ``"<case id>/<arg name>"``."""
-    assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
-    kernel_files: dict[tuple[str, str], tuple[Path, str]] = {}
-    specs = []
-    for case_index, case in enumerate(cases):
-        slots = tuple(
-            str(case.constexprs[c.name])
-            for c in FAMILIES[case.family].constexprs
-            if c.type == "pointwise"
-        )
-        key = (case.family, "/".join(slots))
-        if key not in kernel_files:
-            name = f"{case.family}_{len(kernel_files)}"
-            kernel_files[key] = (workdir / f"{name}.py", name)
-            kernel_files[key][0].write_text(render(case.family, case.constexprs, name, mutate))
-        family = FAMILIES[case.family]
-        assert list(case.args) == [arg.name for arg in family.args], case.id
-        args: list[dict[str, Any]] = []
-        for arg_index, (name, value) in enumerate(case.args.items()):
-            if isinstance(value, np.ndarray):
-                path = workdir / f"case{case_index}_arg{arg_index}.npy"
-                np.save(path, value)
-                args.append({"array": str(path)})
-            elif isinstance(value, tuple):
-                args.append({"output": value[1]})
-            else:
-                assert family.arg(name).kind == "dim"
-                args.append({"int": value})
-        specs.append(
-            {
-                "kernel_file": str(kernel_files[key][0]),
-                "kernel_name": kernel_files[key][1],
-                "constexprs": case.constexprs,
-                "grid": [case.grid, 1, 1],
-                "num_warps": 4,
-                "pad": case.pad,
-                "args": args,
-            }
-        )
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": specs}))
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    results: dict[str, np.ndarray] = {}
-    with np.load(results_file, allow_pickle=False) as npz:
-        for case_index, case in enumerate(cases):
-            for arg_index, name in enumerate(case.args):
-                key = f"case{case_index}_arg{arg_index}"
-                if key in npz:
-                    results[f"{case.id}/{name}"] = npz[key]
-    return results
+def _store_mask_edit(text: str) -> tuple[str, str]:
+    """The edit dropping the mask of the template's (single) store: masks are the
+    last keyword."""
+    _, store = text.split("tl.store(")
+    masked = store.rindex("mask=")
+    closing = store.index(")", masked)
+    return "tl.store(" + store[:closing], "tl.store(" + store[:masked]
 
 
-def corruption(buffer: np.ndarray, pad: int) -> list[str]:
-    """Where the padding around an output view was overwritten."""
-    damaged = []
-    for side, region in (("before", buffer[:pad]), ("after", buffer[len(buffer) - pad :])):
-        changed = np.flatnonzero(region != CANARY)
-        if changed.size:
-            damaged.append(f"{changed.size} canary elements {side} the output overwritten")
-    return damaged
+def _without_store_mask(case: Case) -> Case:
+    old, new = _store_mask_edit(render(case.family, case.constexprs, f"{case.family}_0"))
+    return replace(case, id=f"mutant-no-store-mask-{case.id}", mutation=(old, new))
+
+
+def _dropped_stride(axis: int) -> Case:
+    """A kernel that forgets dimension ``axis`` of x."""
+    case = elementwise_case("add", (3, 5, 3, 7, 2, 5), (5,), 128, np.random.default_rng(9))
+    return replace(case, id=f"mutant-no-x-dim{axis}", mutation=(f"+ i{axis} * x_stride{axis}", ""))
 
 
 CASES = all_cases()
+STORE_MUTANTS = [
+    _without_store_mask(case)
+    for case in (
+        elementwise_case("relu", (2, 5, 7, 9), None, 128, np.random.default_rng(7)),
+        gemm_case(37, 37, (7, 9), 1, "none", (64, 64, 32), np.random.default_rng(7)),
+    )
+]
+STRIDE_MUTANTS = {axis: _dropped_stride(axis) for axis in (1, 4)}
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return run_harness(CASES, tmp_path_factory.mktemp("kernels"))
+HARNESS_CASES = [*CASES, *STORE_MUTANTS, *STRIDE_MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_template_matches_numpy(case: Case, results: dict[str, np.ndarray]) -> None:
-    for name, expected in case.expected.items():
-        buffer = results[f"{case.id}/{name}"]
-        assert corruption(buffer, case.pad) == []
-        got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
-        # NaN where the result is NaN or was never to be written (a gap between
-        # output images); infinities exactly, with their sign.
-        special = ~np.isfinite(expected)
-        assert np.array_equal(got[special], expected[special], equal_nan=True), (
-            "differs where the expected value is NaN or infinite (a gap written?)"
-        )
-        assert_close(got[~special], expected[~special], case.tol)
+def test_template_matches_numpy(case: Case, results: Results) -> None:
+    """Canaries intact; NaN where the result is NaN or was never to be written
+    (a gap between output images); infinities exactly, with their sign; the
+    finite values within ``case.tol``."""
+    assert problems(case, results) == []
 
 
-def _without_store_mask(text: str) -> str:
-    """Drop the mask of the template's (single) store: masks are the last keyword."""
-    head, store = text.split("tl.store(")
-    masked = store.rindex("mask=")
-    closing = store.index(")", masked)
-    return head + "tl.store(" + store[:masked] + store[closing:]
-
-
-def test_removing_store_mask_is_caught(tmp_path: Path) -> None:
+def test_removing_store_mask_is_caught(results: Results) -> None:
     """The canary check is not vacuous: a template whose store lost its mask
     writes into the padding, and the check reports it."""
-    rng = np.random.default_rng(7)
-    cases = [
-        elementwise_case("relu", (2, 5, 7, 9), None, 128, rng),
-        gemm_case(37, 37, (7, 9), 1, "none", (64, 64, 32), rng),
-    ]
-    results = run_harness(cases, tmp_path, mutate=_without_store_mask)
-    for case in cases:
-        (name,) = case.expected
-        assert corruption(results[f"{case.id}/{name}"], case.pad) != [], case.id
+    for case in STORE_MUTANTS:
+        assert "canaries after the view overwritten" in " ".join(problems(case, results)), case.id
 
 
 def test_mutation_removes_exactly_the_store_mask() -> None:
@@ -434,7 +336,9 @@ def test_mutation_removes_exactly_the_store_mask() -> None:
         ("conv1x1_gemm", {"ACTIVATION": "none"}),
     ):
         text = render(family, constexprs, f"{family}_0")
-        mutated = _without_store_mask(text)
+        old, new = _store_mask_edit(text)
+        assert text.count(old) == 1, family
+        mutated = text.replace(old, new)
         store = mutated.split("tl.store(")[1]
         assert "mask=" not in store[: store.index(")")], family
         assert mutated.replace(" ", "").replace("\n", "") != text.replace(" ", "").replace("\n", "")
@@ -448,7 +352,7 @@ def test_elementwise_cases_cover_every_rank_and_axis() -> None:
     """Ranks 1..6 with each axis broadcast in turn, in either operand, batch 1
     and 3; special values in cases that really produce NaN and infinities."""
     mine = [case for case in CASES if case.family == "elementwise"]
-    shapes = {(case.args["x"].shape, case.args["y"].shape) for case in mine}
+    shapes = {(case.arg("x").shape, case.arg("y").shape) for case in mine}
     for rank in range(1, ELEMENTWISE_RANK + 1):
         for batch in (1, 3) if rank >= 2 else (1,):
             for pair in broadcast_shapes(rank, batch):
@@ -463,34 +367,24 @@ def test_elementwise_cases_cover_every_rank_and_axis() -> None:
     assert ops >= {e.name for e in pointwise.TABLE if not e.options}
     for case in specials:
         (expected,) = case.expected.values()
-        assert np.isinf(case.args["x"]).any(), case.id
+        assert np.isinf(case.arg("x")).any(), case.id
         assert np.isnan(expected).any(), case.id
-        if case.constexprs["OP"] not in ("sigmoid", "tanh"):  # these saturate at +-inf
+        # An entry whose table value at +-inf is finite saturates (sigmoid, tanh).
+        op = str(case.constexprs["OP"])
+        arity = pointwise.parse_spelling(op)[0].arity
+        with np.errstate(invalid="ignore"):
+            ends = _evaluate(op, *[np.array([np.inf, -np.inf])] * arity)
+        if not np.isfinite(ends).all():
             assert np.isinf(expected).any(), case.id
         assert np.isfinite(expected).mean() > 0.5, case.id
 
 
-def _dropped_stride(axis: int) -> Callable[[str], str]:
-    """A kernel that forgets dimension ``axis`` of x."""
-
-    def mutate(text: str) -> str:
-        term = f"+ i{axis} * x_stride{axis}"
-        assert text.count(term) == 1
-        return text.replace(term, "")
-
-    return mutate
-
-
-@pytest.mark.parametrize("axis", [1, 4])
-def test_dropping_a_dimension_is_caught(axis: int, tmp_path: Path) -> None:
+@pytest.mark.parametrize("axis", sorted(STRIDE_MUTANTS))
+def test_dropping_a_dimension_is_caught(axis: int, results: Results) -> None:
     """The rank-6 cases are not vacuous: a kernel that ignores one dimension of x
     gives wrong values."""
-    rng = np.random.default_rng(9)
-    case = elementwise_case("add", (3, 5, 3, 7, 2, 5), (5,), 128, rng)
-    results = run_harness([case], tmp_path, mutate=_dropped_stride(axis))
-    got = results[f"{case.id}/out"][case.pad : -case.pad].astype(np.float64)
-    with pytest.raises(AssertionError):
-        assert_close(got, case.expected["out"], case.tol)
+    found = " ".join(problems(STRIDE_MUTANTS[axis], results))
+    assert "out: max|got - ref|" in found or ("out: " in found and "NaN" in found), found
 
 
 def _lowered_elementwise(text: str) -> list[Any]:

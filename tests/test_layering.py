@@ -4,7 +4,8 @@ The layers, lowest first (a module may import its own layer and the ones below):
 
 0. ``teeny_ir.core``: the standard library only at module level.
 1. ``teeny_ir.ir`` and the kernel contracts (``teeny_ir.kernels`` except the
-   family lowerings and the Triton sources).
+   family lowerings and the Triton sources), the tile rules among them
+   (``teeny_ir.kernels.tiles`` and each family's ``tiles``: the standard library only).
 2. ``dialects``.
 3. ``teeny_ir.reference``, ``teeny_ir.frontend``, the family lowerings
    (``teeny_ir.kernels.<family>.lowering``, ``teeny_ir.kernels.lowering``,
@@ -135,6 +136,20 @@ def test_lower_layers_import_nothing_heavy_at_module_level(module: str) -> None:
     # numpy only inside evaluators (start-up: parsing never imports numpy).
     for name in _imports(MODULES[module], top_level_only=True):
         assert name.split(".")[0] not in HEAVY, (module, name)
+
+
+def test_tile_rules_import_only_the_standard_library() -> None:
+    # Pure functions of ints, which select-conv-algorithm and the lowerings ask:
+    # a tile rule never loads the IR.
+    tiles = sorted(m for m in MODULES if m.startswith("teeny_ir.kernels.") and m.endswith(".tiles"))
+    assert "teeny_ir.kernels.tiles" in tiles
+    for module in tiles:
+        assert layer(module) == 1, module
+        for name in _imports(MODULES[module]):
+            if name.split(".")[0] in OURS:
+                assert name.startswith("teeny_ir.kernels.tiles."), (module, name)
+            else:
+                assert name.split(".")[0] in sys.stdlib_module_names, (module, name)
 
 
 def test_core_imports_only_the_standard_library_and_core() -> None:

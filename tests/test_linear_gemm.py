@@ -1,8 +1,8 @@
 """The ``linear`` and ``matmul`` kernel families, their tiles, the linear fusion
 of fuse-conv-bn-act, and LeNet end to end.
 
-Every rendered kernel runs in one `kernel_harness.py` subprocess for all cases:
-inputs are NaN-padded (an unmasked read poisons the result), outputs NaN-filled
+Every rendered kernel runs in one harness process for all cases
+(`teeny_ir.testing.kernels.run_cases`): inputs are NaN-padded (an unmasked read poisons the result), outputs NaN-filled
 (an element never written stays NaN) and canary-padded (a write past the
 output changes a canary). A batch-strided ``x`` of ``linear`` is embedded in a
 larger buffer whose gaps are NaN, and a strided ``y``'s gaps must stay NaN. No
@@ -17,10 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -40,9 +36,8 @@ from teeny_ir.kernels.linear import tiles
 from teeny_ir.kernels.matmul.contract import BatchGroup, collapse_batch
 from teeny_ir.kernels.render import render
 from teeny_ir.testing import REDUCTION_TOL, assert_close
+from teeny_ir.testing.kernels import Case, Results, problems, tile_grid
 
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 ROOT = Path(__file__).resolve().parents[1]
 LENET = ROOT / "examples" / "lenet"
 DYN = -(2**63)  # xDSL's DYNAMIC_INDEX
@@ -159,19 +154,38 @@ class MatmulSpec:
         return f"matmul-{shapes}-{self.activation}-t{block}-w{self.num_warps}"
 
 
-@dataclass
-class Case:
-    id: str
-    family: str
-    constexprs: dict[str, int | str]
-    args: dict[str, Any]  # ABI name -> flat ndarray, int, or ("output", numel)
-    tensors: dict[str, tuple[int, ...]]  # pointer -> the shape bound to it
-    strides: dict[str, int]  # pointer -> batch stride, for the strided ones
-    grid: int
-    needed: int
-    num_warps: int
-    expected: np.ndarray  # the output, NaN where nothing may be written
-    pad: int
+def _case(
+    spec: LinearSpec | MatmulSpec,
+    family: str,
+    args: dict[str, Any],
+    shapes: dict[str, tuple[int, ...]],
+    strides: dict[str, int],
+    grid: int,
+    expected: np.ndarray,
+    pad: int,
+) -> Case:
+    """A harness case: ``shapes`` (and ``strides``, for the batch-strided
+    pointers) are the tensors the validator sees bound to the pointers."""
+    return Case(
+        id=spec.id,
+        family=family,
+        constexprs=_constexprs(spec.block, spec.activation),
+        args=list(args.items()),
+        grid=grid,
+        pad=pad,
+        expected={"y": expected},
+        tensors={n: (s, strides.get(n, math.prod(s[1:]))) for n, s in shapes.items()},
+        num_warps=spec.num_warps,
+        num_stages=2,
+        tol=REDUCTION_TOL,
+        spec=spec,
+    )
+
+
+def needed(case: Case) -> int:
+    """The programs the family's tile model needs for ``case``."""
+    (programs,) = tile_grid(FAMILIES[case.family], dict(case.args), case.constexprs)
+    return programs
 
 
 def _epilogue(acc: np.ndarray, scale: np.ndarray, shift: np.ndarray, activation: str) -> Any:
@@ -209,10 +223,10 @@ def linear_case(spec: LinearSpec, rng: np.random.Generator) -> Case:
     expected[:, :image] = want.reshape(spec.batch, image)
     numel = (spec.batch - 1) * y_stride + image
     block_m, block_n, _ = spec.block
-    needed = math.ceil(spec.batch * rows / block_m) * math.ceil(spec.n / block_n)
+    programs = math.ceil(spec.batch * rows / block_m) * math.ceil(spec.n / block_n)
     args: dict[str, Any] = {
         "x": x_data,
-        "w": w,
+        "w": w.ravel(),
         "scale": scale,
         "shift": shift,
         "y": ("output", numel),
@@ -229,16 +243,13 @@ def linear_case(spec: LinearSpec, rng: np.random.Generator) -> Case:
         strides["x"] = x_stride
     if spec.y_gap:
         strides["y"] = y_stride
-    return Case(
-        spec.id,
+    return _case(
+        spec,
         "linear",
-        _constexprs(spec.block, spec.activation),
         args,
         {"x": x.shape, "w": w.shape, "scale": scale.shape, "shift": shift.shape, "y": want.shape},
         strides,
-        needed + 3,
-        needed,
-        spec.num_warps,
+        programs + 3,
         expected.ravel()[:numel],
         block_n * rows + block_m * spec.k + spec.n,
     )
@@ -256,7 +267,7 @@ def matmul_case(spec: MatmulSpec, rng: np.random.Generator) -> Case:
     outer, inner = ([none] * 2 + collapse_batch(spec.a, spec.b, y.shape))[-2:]
     block_m, block_n, _ = spec.block
     matrices = outer.static * inner.static
-    needed = matrices * math.ceil(m / block_m) * math.ceil(n / block_n)
+    programs = matrices * math.ceil(m / block_m) * math.ceil(n / block_n)
     args: dict[str, Any] = {
         "a": a.ravel(),
         "b": b.ravel(),
@@ -274,16 +285,13 @@ def matmul_case(spec: MatmulSpec, rng: np.random.Generator) -> Case:
         "b_stride1": inner.b_stride,
     }
     assert list(args) == [arg.name for arg in FAMILIES["matmul"].args]
-    return Case(
-        spec.id,
+    return _case(
+        spec,
         "matmul",
-        _constexprs(spec.block, spec.activation),
         args,
         {"a": a.shape, "b": b.shape, "scale": scale.shape, "shift": shift.shape, "y": want.shape},
         {},
-        needed + 2,
-        needed,
-        spec.num_warps,
+        programs + 2,
         want.ravel(),
         block_m * n + block_n,
     )
@@ -338,59 +346,8 @@ CASES = [linear_case(spec, np.random.default_rng(i)) for i, spec in enumerate(LI
 ]
 
 
-def run_cases(cases: list[Case], workdir: Path) -> dict[str, np.ndarray]:
-    """Run every case in one interpreter process; each output's padded buffer by id."""
-    assert len({case.id for case in cases}) == len(cases), "case ids must be unique"
-    files: dict[tuple[str, str], tuple[str, str]] = {}
-    specs = []
-    for index, case in enumerate(cases):
-        key = (case.family, str(case.constexprs["ACTIVATION"]))
-        if key not in files:
-            name = f"{case.family}_{len(files)}"
-            path = workdir / f"{name}.py"
-            path.write_text(render(FAMILIES[case.family], name, case.constexprs))
-            files[key] = (str(path), name)
-        args: list[dict[str, Any]] = []
-        for arg_index, value in enumerate(case.args.values()):
-            if isinstance(value, np.ndarray):
-                array = workdir / f"case{index}_arg{arg_index}.npy"
-                np.save(array, value)
-                args.append({"array": str(array)})
-            elif isinstance(value, tuple):
-                args.append({"output": value[1]})
-            else:
-                args.append({"int": value})
-        specs.append(
-            {
-                "kernel_file": files[key][0],
-                "kernel_name": files[key][1],
-                "constexprs": case.constexprs,
-                "grid": [case.grid, 1, 1],
-                "num_warps": case.num_warps,
-                "pad": case.pad,
-                "args": args,
-            }
-        )
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": specs}))
-    done = subprocess.run(
-        [sys.executable, "-W", "error", str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stderr
-    results = {}
-    with np.load(results_file, allow_pickle=False) as npz:
-        for index, case in enumerate(cases):
-            output = list(case.args).index("y")
-            results[case.id] = npz[f"case{index}_arg{output}"]
-    return results
-
-
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    return run_cases(CASES, tmp_path_factory.mktemp("linear-gemm"))
+HARNESS_CASES = CASES
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 def test_cases_cover_the_brief() -> None:
@@ -410,78 +367,51 @@ def test_cases_cover_the_brief() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Case, results: dict[str, np.ndarray]) -> None:
-    buffer = results[case.id]
-    pad = case.pad
-    for side, region in (("before", buffer[:pad]), ("after", buffer[len(buffer) - pad :])):
-        assert (region == CANARY).all(), f"canaries {side} the output overwritten"
-    got = buffer[pad : len(buffer) - pad].astype(np.float64)
-    gaps = np.isnan(case.expected)
-    assert np.isnan(got[gaps]).all(), "wrote into the gaps between the output's images"
-    assert not np.isnan(got[~gaps]).any(), "an output element was never written"
-    assert_close(got[~gaps], case.expected[~gaps], REDUCTION_TOL)
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, the gaps between the output's images unwritten, every
+    output element written, the values within the tolerance rule."""
+    assert problems(case, results) == []
 
 
 # ---------------------------------------------------------------- the validator
 
 
-def contract(case: Case, **dims: str) -> validator.LaunchContract:
-    """The case's launch as the validator sees it; ``dims`` override bindings."""
-    bindings = {
-        name: name if isinstance(value, np.ndarray | tuple) else str(value)
-        for name, value in case.args.items()
-    }
-    return validator.LaunchContract(
-        family=case.family,
-        constexprs=tuple(case.constexprs.items()),
-        args=tuple((bindings | dims).items()),
-        tensors=tuple(case.tensors.items()),
-        grid=(str(case.grid), "1", "1"),
-        num_warps=case.num_warps,
-        num_stages=2,
-        strides=tuple(case.strides.items()),
-    )
+def _batch(case: Case) -> int:
+    return case.tensors["y"][0][0]
 
 
 def test_cases_are_valid_launches() -> None:
     for case in CASES:
-        validator.validate(contract(case), batches=(case.tensors["y"][0],))
+        validator.validate(case.contract(), batches=(_batch(case),))
 
 
 def test_the_validator_refuses_wrong_linear_launches() -> None:
-    strided = next(c for c in CASES if c.family == "linear" and "x" in c.strides)
-    batch = strided.tensors["x"][0]
-    image = math.prod(strided.tensors["x"][1:])
+    strided = next(
+        c
+        for c in CASES
+        if c.family == "linear" and c.tensors["x"][1] != math.prod(c.tensors["x"][0][1:])
+    )
+    batch = _batch(strided)
+    image = math.prod(strided.tensors["x"][0][1:])
     with pytest.raises(validator.ContractError, match="argument 'x_batch_stride'"):
-        validator.validate(contract(strided, x_batch_stride=str(image)), batches=(batch,))
+        validator.validate(strided.contract(x_batch_stride=str(image)), batches=(batch,))
     with pytest.raises(validator.ContractError, match="argument 'K'"):
-        validator.validate(contract(strided, K=str(strided.args["K"] + 1)), batches=(batch,))
-    short = replace(strided, grid=strided.needed - 1)
+        validator.validate(strided.contract(K=str(strided.arg("K") + 1)), batches=(batch,))
+    short = replace(strided, grid=needed(strided) - 1)
     with pytest.raises(validator.ContractError, match="tile model"):
-        validator.validate(contract(short), batches=(batch,))
+        validator.validate(short.contract(), batches=(batch,))
 
 
 def test_the_validator_refuses_a_matmul_reaching_past_its_operand() -> None:
-    case = next(c for c in CASES if c.family == "matmul" and c.args["a_stride0"])
-    stride = str(case.args["a_stride0"] + 1)
+    case = next(c for c in CASES if c.family == "matmul" and c.arg("a_stride0"))
+    stride = str(case.arg("a_stride0") + 1)
     with pytest.raises(validator.ContractError, match="argument 'a' may touch"):
-        validator.validate(contract(case, a_stride0=stride), batches=(case.tensors["y"][0],))
+        validator.validate(case.contract(a_stride0=stride), batches=(_batch(case),))
     with pytest.raises(validator.ContractError, match="argument 'N'"):
-        validator.validate(contract(case, N=str(case.args["N"] + 1)), batches=(1,))
+        validator.validate(case.contract(N=str(case.arg("N") + 1)), batches=(1,))
 
 
 # ---------------------------------------------------------------- AOT
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 @pytest.mark.parametrize("arch", [80, 90])

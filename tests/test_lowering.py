@@ -4,6 +4,7 @@ family's index arithmetic - against the graph reference interpreter."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -15,6 +16,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import SSAValue
 
 from dialects.kernel import LaunchOp, WeightOp
+from passes.lower_graph_to_kernel import LowerGraphToKernelPass
 from teeny_ir import DiagnosticError, PassManager, parse_module, print_module, reference
 from teeny_ir.core import pointwise
 from teeny_ir.core.derivations import evaluate
@@ -22,6 +24,10 @@ from teeny_ir.core.diagnostics import loc_of
 from teeny_ir.core.expressions import eval_text
 from teeny_ir.kernels.conv1x1_gemm.tiles import launch_config as gemm_launch_config
 from teeny_ir.kernels.elementwise.lowering import broadcast_strides
+from teeny_ir.kernels.lowering import LOWERINGS, LoweringContext
+from teeny_ir.kernels.lowering import lower as lower_op
+from teeny_ir.kernels.pool2d.tiles import window_tiles
+from teeny_ir.kernels.tiles import TileProfile
 
 Q = DYNAMIC_INDEX
 Array = np.ndarray
@@ -172,12 +178,58 @@ def test_every_unlowerable_op_is_reported_and_nothing_changes() -> None:
         (
             "input.mlir:7:8",
             "cannot lower 'graph.conv2d' to a kernel: convolutions lower as graph.fused_conv2d "
-            "(run fuse-conv-bn-act and select-conv-algorithm first)",
+            "(run fuse-epilogues and select-conv-algorithm first)",
         ),
     ]
     assert print_module(module) == before
     x = forward(module).body.block.args[0]
     assert {use.operation.name for use in x.uses} == {"graph.conv2d", "graph.add"}
+
+
+# The lowering context: what a rule is given besides its op
+
+POOL = """\
+func.func @forward(%x: tensor<?x16x8x8xf32>) -> tensor<?x16x4x4xf32> {
+  %y = graph.max_pool2d %x kernel [2, 2] : (tensor<?x16x8x8xf32>) -> tensor<?x16x4x4xf32>
+  func.return %y : tensor<?x16x4x4xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("profile", ["gpu", "interpreter"])
+def test_the_rule_reads_the_profile_from_its_context(profile: TileProfile) -> None:
+    # The pool's tiles do not come from the op: the same op, two contexts, two tiles.
+    module = parse_module(POOL)
+    pool = next(op for op in forward(module).walk() if op.name == "graph.max_pool2d")
+    launch = lower_op(LoweringContext(profile), pool)
+    assert isinstance(launch, LaunchOp)
+    assert launch.constexpr_values["BLOCK"] == window_tiles(profile)[0]
+    lowered = parse_module(POOL)
+    PassManager.parse(f"lower-graph-to-kernel{{profile={profile}}}").run(lowered)
+    [passed] = [op for op in forward(lowered).walk() if isinstance(op, LaunchOp)]
+    assert passed.constexpr_values == launch.constexpr_values
+    assert window_tiles("gpu") != window_tiles("interpreter")
+
+
+def test_the_context_is_frozen_and_checks_its_profile() -> None:
+    ctx = LoweringContext(profile="interpreter")
+    with pytest.raises(AttributeError):
+        ctx.profile = "gpu"  # type: ignore[misc]
+    with pytest.raises(
+        ValueError, match=r"unknown tile profile 'fast' \(valid: gpu, interpreter\)"
+    ):
+        LoweringContext(profile="fast")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown tile profile 'fast'"):
+        LowerGraphToKernelPass(profile="fast")  # type: ignore[arg-type]
+
+
+def test_every_rule_takes_the_context_first() -> None:
+    silu = next(op for op in parse_module(SLICE).walk() if op.name == "graph.silu")
+    rules = [rule for found in LOWERINGS.rules().values() for rule in found]
+    rules.append(LOWERINGS.lookup(type(silu)))  # with the pointwise rule
+    for rule in rules:
+        assert not isinstance(rule, str), rule
+        assert list(inspect.signature(rule).parameters) == ["ctx", "op"], rule
 
 
 # Numerics: the lowered program, simulated, against the graph reference

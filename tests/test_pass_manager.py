@@ -117,6 +117,9 @@ def test_options_are_typed(test_passes: None) -> None:
         ("test-options{mode=trainign}", "did you mean 'training'?"),
         ("test-options{count=1,2}", "expected a single int"),
         ("test-options{sizes=1,a}", "expected an integer"),
+        ("test-options{count=\u0663}", "expected an integer"),  # ARABIC-INDIC DIGIT THREE
+        ("test-options{ratio=\u0663}", "bad value '\u0663' for option 'ratio' of pass"),
+        ("test-options{ratio=\uff11.5}", "expected a number"),  # FULLWIDTH DIGIT ONE
         ("func.func(test-options)", "cannot run on 'func.func'"),
         ("test-function-only", "cannot run on 'builtin.module'"),
         ("func.func(func.func(cse))", "'func.func' cannot be nested in 'func.func'"),
@@ -205,3 +208,61 @@ def test_timing_and_ir_dumps_go_to_stderr() -> None:
     for row in ("Parser", "Verifier", "'func.func' Pipeline", "cse", "dce", "Output", "Total"):
         assert row in err
     assert "IR Dump" not in result.stdout
+
+
+# Pass aliases: an old pass name keeps working after a rename.
+
+CONV_SILU = """\
+func.func @f(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
+  %w = graph.param "w" : tensor<16x8x1x1xf32>
+  %c = graph.conv2d %x, %w : (tensor<?x8x4x4xf32>, tensor<16x8x1x1xf32>) -> tensor<?x16x4x4xf32>
+  %y = graph.silu %c : tensor<?x16x4x4xf32>
+  func.return %y : tensor<?x16x4x4xf32>
+}
+"""
+
+
+def test_an_alias_builds_the_pass_it_names() -> None:
+    from teeny_ir.driver import pass_registry
+
+    assert pass_registry.lookup("fuse-conv-bn-act") is pass_registry.lookup("fuse-epilogues")
+    assert "fuse-conv-bn-act" not in pass_registry.names()
+    manager = PassManager.parse("fuse-conv-bn-act{mode=training},func.func(fuse-conv-bn-act)")
+    assert manager.pipeline_string() == (
+        "builtin.module(fuse-epilogues{mode=training},func.func(fuse-epilogues))"
+    )
+
+
+def test_an_alias_and_its_pass_give_the_same_output() -> None:
+    old = run_opt(["-", "-p", "fuse-conv-bn-act"], CONV_SILU)
+    new = run_opt(["-", "-p", "fuse-epilogues"], CONV_SILU)
+    assert old.code == new.code == 0
+    assert "graph.fused_conv2d" in new.stdout and old.stdout == new.stdout
+
+
+def test_print_ir_after_an_alias_prints_after_its_pass() -> None:
+    result = run_opt(
+        ["-", "-p", "fuse-epilogues", "--mlir-print-ir-after=fuse-conv-bn-act"], CONV_SILU
+    )
+    assert result.code == 0
+    assert "// -----// IR Dump After fuse-epilogues //----- //" in result.stderr
+
+
+def test_list_passes_and_help_show_aliases_under_their_pass() -> None:
+    for flag in ("--list-passes", "--help"):
+        lines = run_opt([flag]).stdout.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("  fuse-epilogues "))
+        entry = lines[
+            start + 1 : next(i for i in range(start + 1, len(lines)) if lines[i][2] != " ")
+        ]
+        assert any("alias: fuse-conv-bn-act" in line for line in entry), (flag, entry)
+        assert not any(line.startswith("  fuse-conv-bn-act ") for line in lines), flag
+
+
+def test_an_alias_cannot_be_registered_as_a_pass() -> None:
+    from teeny_ir.driver import pass_registry
+
+    entry = pass_registry.PassEntry("fuse-conv-bn-act", lambda: OptionsPass)
+    with pytest.raises(ValueError, match="'fuse-conv-bn-act' is an alias of pass 'fuse-epilogues'"):
+        pass_registry.register(entry)
+    assert pass_registry.lookup("fuse-conv-bn-act") is pass_registry.lookup("fuse-epilogues")

@@ -8,8 +8,8 @@ Each kernel case is one ``graph.max_pool2d_backward`` or
 the family's ``@lowers`` rule: the constexprs, dims and grid are what the
 compiler emits at the case's batch; some cases shrink ``BLOCK`` so many
 programs run, some launch more programs than the tile model needs. All cases
-and mutants run in one `kernel_harness.py` subprocess with NaN-padded inputs
-and canary-padded, NaN-filled outputs (an unwritten element stays NaN, a write
+and mutants run in one harness process (`teeny_ir.testing.kernels.run_cases`)
+with NaN-padded inputs and canary-padded, NaN-filled outputs (an unwritten element stays NaN, a write
 out of bounds overwrites a canary). The expected dx is the float64 reference's
 (teeny_ir/reference/pool.py), ties and NaN included: PyTorch's CPU rule (the
 first maximum in row-major window order; a NaN takes over).
@@ -17,15 +17,9 @@ first maximum in row-major window order; a NaN takes over).
 
 from __future__ import annotations
 
-import importlib.util
-import math
-import os
 import re
-import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -36,28 +30,15 @@ from dialects.graph import pool
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import expressions
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.avg_pool2d_backward import tiles as avg_tiles
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowering_for
+from teeny_ir.kernels.lowering import Unlowerable
 from teeny_ir.kernels.max_pool2d_backward import tiles as max_tiles
 from teeny_ir.kernels.render import render
-from teeny_ir.testing import REDUCTION_TOL, assert_close, compare
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-CANARY = copies.CANARY
+from teeny_ir.testing import REDUCTION_TOL, assert_close
+from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.kernels import Case, Results, launch_case, problems
 
 
 def _shape(shape: tuple[int, ...]) -> str:
@@ -114,17 +95,7 @@ def graph_text(kind: str, options: str, x_shape: tuple[int, ...]) -> str:
 
 
 def lowered(kind: str, options: str, x_shape: tuple[int, ...]) -> tuple[Any, LaunchOp]:
-    module = teeny_ir.parse_module(graph_text(kind, options, x_shape))
-    graph_op = next(o for o in module.walk() if o.name.endswith("_pool2d_backward"))
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    launch = rule(graph_op)
-    assert isinstance(launch, LaunchOp)
-    return module, launch
-
-
-def _evaluate(text: str, batch: int) -> int:
-    return expressions.eval_text(text, {"B": batch})
+    return harness.lowered(graph_text(kind, options, x_shape))
 
 
 def _x(shape: tuple[int, ...], data: str, rng: np.random.Generator) -> np.ndarray:
@@ -152,12 +123,11 @@ def kernel_case(
     block: int | None = None,
     extra_programs: int = 0,
     dy_nans: int = 0,
-) -> Any:
+) -> Case:
     """One launch of ``kind`` ("max" or "avg") with the pool ``options`` on dx of
     ``x_shape``; ``block`` overrides the lowering's ``BLOCK``; ``dy_nans`` NaNs
     in dy (they reach dx only through the windows that pass them)."""
     module, launch = lowered(kind, options, x_shape)
-    batch = x_shape[0]
     grad_shape = dy_shape(options, x_shape)
     dy = rng.standard_normal(grad_shape).astype(np.float32)
     if dy_nans:
@@ -165,28 +135,7 @@ def kernel_case(
     x = _x(x_shape, data, rng)
     inputs = [x, dy] if kind == "max" else [dy]
     (want,) = reference.run(module, {}, inputs)
-    want = np.asarray(want, np.float64)
     assert want.shape == x_shape
-    constexprs = dict(launch.constexpr_values)
-    if block is not None:
-        constexprs["BLOCK"] = block
-    args: list[tuple[str, Any]] = []
-    for name, binding in launch.arg_bindings:
-        if binding == "in0":
-            args.append((name, inputs[0].ravel()))
-        elif binding == "in1":
-            args.append((name, inputs[1].ravel()))
-        elif binding == "out0":
-            args.append((name, ("output", want.size)))
-        else:
-            args.append((name, _evaluate(binding, batch)))
-    grid = _evaluate(launch.grid[0], batch)
-    if block is not None:
-        grid = math.ceil(want.size / block)
-    block_size = int(constexprs["BLOCK"])
-    tensors = {"dy": (grad_shape, math.prod(grad_shape[1:])), "dx": (x_shape, want[0].size)}
-    if kind == "max":
-        tensors["x"] = (x_shape, want[0].size)
     case_id = (
         f"{kind}-{options.replace(' ', '').replace(',', '_')}-{_shape(x_shape)}"
         + (f"-{data}" if data != "normal" else "")
@@ -194,18 +143,18 @@ def kernel_case(
         + (f"-b{block}" if block else "")
         + (f"-grid+{extra_programs}" if extra_programs else "")
     )
-    return copies.Case(
-        id=case_id,
-        family=launch.family,
-        constexprs=constexprs,
-        args=args,
-        grid=grid + extra_programs,
+    block_size = block or int(launch.constexpr_values["BLOCK"])
+    return launch_case(
+        case_id,
+        launch,
+        x_shape[0],
+        inputs,
+        [want],
         # An unmasked store reaches at most BLOCK elements past the end per program.
         pad=block_size * (1 + extra_programs),
-        expected={"dx": want},
-        tensors=tensors,
-        num_warps=launch.num_warps,
         tol=REDUCTION_TOL,
+        constexprs=None if block is None else {"BLOCK": block},
+        extra_programs=extra_programs,
     )
 
 
@@ -226,9 +175,9 @@ AVG_FLOOR_EXCLUDE = "kernel [2, 3] strides [1, 2] padding [1, 1, 0, 1] exclude_p
 AVG_STRIDE3_CEIL = "kernel [2, 3] strides [3, 2] padding [1, 1, 1, 1] ceil_mode"
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(21)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for batch in (1, 3):
         cases += [
             kernel_case("max", LENET_MAX, (batch, 6, 28, 28), rng),
@@ -260,7 +209,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Mutated kernels the checks must catch: ties going to the last maximum
     (``>=``); a dy load missing its bound on the output rows (it reads past the
     plane on the odd rows a floor-mode pool drops: the next plane's gradients,
@@ -298,59 +247,29 @@ CASES = all_cases()
 MUTANTS = mutants()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    found: dict[str, np.ndarray] = copies.run_harness(
-        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("pool-backward")
-    )
-    return found
-
-
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    """Everything wrong with ``case``'s dx: overwritten canaries, a value other
-    than the reference's where that is NaN or infinite, a finite value that is
-    not (unwritten, or a read out of bounds), and the tolerance rule."""
-    want = case.expected["dx"].ravel()
-    buffer = results[f"{case.id}/dx"]
-    found = []
-    padding = np.concatenate([buffer[: case.pad], buffer[len(buffer) - case.pad :]])
-    if (padding != CANARY).any():
-        found.append(f"{(padding != CANARY).sum()} canaries overwritten")
-    got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
-    special = ~np.isfinite(want)
-    if not np.array_equal(got[special], want[special], equal_nan=True):
-        found.append("differs where the reference is NaN or infinite")
-    finite = ~special
-    if not np.isfinite(got[finite]).all():
-        found.append("a finite dx element is NaN/inf (unwritten, or read out of bounds?)")
-    else:
-        comparison = compare(got[finite], want[finite], case.tol)
-        if not comparison.ok:
-            found.append(f"not close: {comparison.reason}")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, NaN and infinities where the reference has them (ties
+    and NaN by PyTorch's rule), the finite values within ``case.tol``."""
     assert problems(case, results) == []
-    want = case.expected["dx"].ravel()
-    got = results[f"{case.id}/dx"][case.pad : -case.pad].astype(np.float64)
-    finite = np.isfinite(want)
-    assert_close(got[finite], want[finite], case.tol)
 
 
 def test_every_case_is_a_valid_launch() -> None:
     for case in [*CASES, *MUTANTS.values()]:
-        validator.validate(copies.case_contract(case))
+        validator.validate(case.contract())
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     found = {what: " ".join(problems(case, results)) for what, case in MUTANTS.items()}
-    assert "not close" in found["last-tie"], found
+    close = "dx: max|got - ref|"
+    assert close in found["last-tie"], found
     for what in ("no-row-bound", "avg-no-row-bound"):
-        assert "NaN/inf" in found[what] or "not close" in found[what], (what, found)
-    assert "not close" in found["avg-divisor"], found
+        assert "NaN or infinite where" in found[what] or close in found[what], (what, found)
+    assert close in found["avg-divisor"], found
 
 
 def test_the_cases_are_not_vacuous() -> None:
@@ -412,17 +331,6 @@ def test_the_validator_holds_the_dims_to_the_shapes() -> None:
 
 
 # ---------------------------------------------------------------- AOT
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 AOT = [

@@ -5,8 +5,8 @@ to end through ``teeny-inference``, ``emit-triton`` and the runtime.
 Each case is one graph op, written as IR with a dynamic batch and lowered by
 the family's own ``@lowers`` rule: the launch's constexprs, dims and grid are
 what the compiler emits, evaluated at the case's batch. The kernels run in one
-`kernel_harness.py` subprocess (test_concat_split_kernels.py's `run_harness`),
-with NaN-padded inputs and canary-padded, NaN-filled outputs; some grids launch
+harness process (`teeny_ir.testing.kernels.run_cases`), with NaN-padded inputs
+and canary-padded, NaN-filled outputs; some grids launch
 more programs than the tile model needs. The expected values come from
 `teeny_ir.reference`.
 
@@ -21,48 +21,28 @@ runs at every ``num_warps`` its tiles emit and at 1, 2, 4 and 8.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 import re
-import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
+from xdsl.dialects.builtin import TensorType
 
 import teeny_ir
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import expressions
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import lowering_for, tensor_type
 from teeny_ir.kernels.pool2d import tiles as pool_tiles
 from teeny_ir.kernels.render import render
 from teeny_ir.kernels.upsample_nearest2d import tiles as upsample_tiles
 from teeny_ir.testing import ELEMENTWISE_TOL, REDUCTION_TOL, assert_close
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-CANARY = copies.CANARY
-View = tuple[int, int]
-"""A batch-strided view: (the enclosing buffer's channels, the view's first channel)."""
+from teeny_ir.testing.kernels import Case, Results, View, launch_case, lowered, problems
 
 
 def _shape(shape: tuple[int | str, ...]) -> str:
@@ -73,13 +53,10 @@ def _module(op: str, x_shape: tuple[int, ...]) -> tuple[Any, LaunchOp, tuple[int
     """A one-op graph over ``tensor<?xCxHxW>`` (``op`` is its text between the
     operand and the type), the op's launch from its lowering rule, and its
     result shape (batch first, as given)."""
-    module = teeny_ir.parse_module(_graph_text(op, x_shape))
-    graph_op = next(o for o in module.walk() if o.name.startswith("graph."))
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    launch = rule(graph_op)
-    result = tensor_type(graph_op.results[0]).get_shape()
-    return module, launch, (x_shape[0], *result[1:])
+    module, launch = lowered(_graph_text(op, x_shape))
+    result = launch.outputs[0].type
+    assert isinstance(result, TensorType)
+    return module, launch, (x_shape[0], *result.get_shape()[1:])
 
 
 def _graph_text(op: str, x_shape: tuple[int, ...]) -> str:
@@ -126,10 +103,6 @@ def _options(text: str) -> Iterator[tuple[str, list[int]]]:
             yield word, []
 
 
-def _evaluate(text: str, batch: int) -> int:
-    return expressions.compile_expr(expressions.parse_cached(text))({"B": batch})
-
-
 def pool_case(
     op: str,
     x_shape: tuple[int, ...],
@@ -139,7 +112,7 @@ def pool_case(
     x_view: View | None = None,
     y_view: View | None = None,
     num_warps: int | None = None,
-) -> Any:
+) -> Case:
     """One launch of ``graph.<op>`` on a random [N, C, H, W] input (``nans`` of its
     elements NaN, some infinities), expected to equal the reference; ``x_view`` and
     ``y_view`` make the input and the output batch-strided channel slices, and
@@ -153,25 +126,8 @@ def pool_case(
         x.flat[rng.choice(x.size, nans, replace=False)] = np.nan
     (want,) = reference.run(module, {}, [x])
     assert want.shape == out_shape
-    source, x_stride = copies.channel_slice(x, x_view)
-    expected, y_stride = copies.channel_slice(want.astype(np.float32), y_view)
-    # The view formation rebinds the stride dims; the lowering binds the image sizes.
-    strides = {"x_batch_stride": x_stride, "y_batch_stride": y_stride}
-    images = {"x_batch_stride": math.prod(x_shape[1:]), "y_batch_stride": math.prod(out_shape[1:])}
-    args: list[tuple[str, Any]] = []
-    for name, binding in launch.arg_bindings:
-        if binding == "in0":
-            args.append((name, source))
-        elif binding == "out0":
-            args.append((name, ("output", expected.size)))
-        elif name in strides:
-            assert _evaluate(binding, batch) == images[name], (name, binding)
-            args.append((name, strides[name]))
-        else:
-            args.append((name, _evaluate(binding, batch)))
     constexprs = launch.constexpr_values
     family = launch.family
-    block = int(constexprs["BLOCK"])
     tol = (
         ELEMENTWISE_TOL
         if family == "upsample_nearest2d" or constexprs.get("IS_MAX")
@@ -186,18 +142,19 @@ def pool_case(
         + (f"-y@{y_view[1]}of{y_view[0]}" if y_view else "")
         + (f"-warps{warps}" if warps != launch.num_warps else "")
     )
-    return copies.Case(
-        id=case_id,
-        family=family,
-        constexprs=constexprs,
-        args=args,
-        grid=_evaluate(launch.grid[0], batch) + extra_programs,
+    views = {name: view for name, view in (("x", x_view), ("y", y_view)) if view is not None}
+    return launch_case(
+        case_id,
+        launch,
+        batch,
+        [x],
+        [want],
         # An unmasked store reaches at most BLOCK elements past the end per program.
-        pad=block * (1 + extra_programs),
-        expected={"y": expected.astype(np.float64)},
-        tensors={"x": (x_shape, x_stride), "y": (out_shape, y_stride)},
-        num_warps=warps,
+        pad=int(constexprs["BLOCK"]) * (1 + extra_programs),
         tol=tol,
+        views=views,
+        extra_programs=extra_programs,
+        num_warps=warps,
     )
 
 
@@ -218,7 +175,7 @@ UP23 = "upsample_nearest2d scales [2, 3]"
 UP31 = "upsample_nearest2d scales [3, 1]"
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(5)
     cases = []
     for batch in (1, 3):
@@ -279,7 +236,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Cases run on kernels that address images as if contiguous (``C * H * W``
     apart), to show the strided cases are not vacuous."""
     rng = np.random.default_rng(6)
@@ -308,59 +265,32 @@ MUTANTS = mutants()
 WARPS = sorted({case.num_warps for case in CASES})
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    return copies.run_harness([*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("pools"))
-
-
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    """What is wrong with ``case``'s output, but for the finite values' accuracy:
-    overwritten canaries, a value other than the reference's where that is NaN
-    (which includes the gaps of a strided output) or infinite, finite values
-    that are NaN (unwritten, or a read outside the input's view)."""
-    (want,) = case.expected.values()
-    buffer = results[f"{case.id}/y"]
-    found = []
-    padding = np.concatenate([buffer[: case.pad], buffer[len(buffer) - case.pad :]])
-    if (padding != CANARY).any():
-        found.append(f"{(padding != CANARY).sum()} canaries overwritten")
-    got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
-    assert got.shape == want.shape
-    special = ~np.isfinite(want)
-    if not np.array_equal(got[special], want[special], equal_nan=True):
-        found.append("differs where the reference is NaN or infinite (a gap written?)")
-    if not np.isfinite(got[~special]).all():
-        found.append("a finite output is NaN/inf (unwritten, or read outside the view?)")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, NaN and infinities where the reference has them (the
+    gaps of a strided output stay NaN), the finite values within ``case.tol``."""
     assert problems(case, results) == []
-    (want,) = case.expected.values()
-    got = results[f"{case.id}/y"][case.pad : -case.pad].astype(np.float64)
-    finite = np.isfinite(want)
-    assert_close(got[finite], want[finite], case.tol)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_every_case_is_a_valid_launch(case: Any) -> None:
+def test_every_case_is_a_valid_launch(case: Case) -> None:
     """The harness runs only launches the validator accepts (stride dims included)."""
-    validator.validate(copies.case_contract(case))
+    validator.validate(case.contract())
 
 
-def test_the_checks_catch_images_addressed_as_contiguous(
-    results: dict[str, np.ndarray],
-) -> None:
+def test_the_checks_catch_images_addressed_as_contiguous(results: Results) -> None:
     """Reading a strided input as contiguous reads the NaN between its images;
     writing a strided output as contiguous leaves images unwritten and writes gaps."""
     for what, case in MUTANTS.items():
         found = " ".join(problems(case, results))
         if what.endswith("-x"):
-            assert "a finite output is NaN" in found, what
+            assert "NaN or infinite where the reference is finite" in found, what
         else:
-            assert "a gap written" in found, what
+            assert "not NaN where it must stay NaN" in found, what
 
 
 def test_nan_cases_really_have_nans_and_finite_values() -> None:
@@ -541,17 +471,6 @@ AOT = [
     for variant in VARIANTS
     for warps in (WARPS if variant in EVERY_WARPS else [pool_tiles.NUM_WARPS])
 ]
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 @pytest.mark.parametrize("arch", ARCHS)

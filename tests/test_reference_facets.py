@@ -17,7 +17,8 @@ from dialects.graph.conv import Conv2dOp
 from dialects.graph.elementwise import BiasAddOp, TanhOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core import pointwise
-from teeny_ir.reference import run, semantics_for
+from teeny_ir.core.facets import FacetError, OptOut
+from teeny_ir.reference import SEMANTICS, run
 from teeny_ir.reference import semantics as registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,44 +38,54 @@ def _x() -> np.ndarray:
 
 def test_every_graph_op_has_semantics_or_a_reasoned_opt_out() -> None:
     for op_type in Graph.operations:
-        found = semantics_for(op_type)
+        found = SEMANTICS.lookup(op_type)
         if op_type is ParamOp:
-            assert isinstance(found, str) and "run" in found, found
+            assert isinstance(found, OptOut) and "run" in found.reason, found
         else:
             assert callable(found), f"{op_type.name}: {found}"
 
 
-def test_an_op_without_semantics_gets_the_message_run_reports() -> None:
+def test_an_op_without_semantics_is_reported_by_name_and_location() -> None:
     from xdsl.dialects.func import CallOp
 
-    assert semantics_for(CallOp) == "the reference interpreter has no semantics for 'func.call'"
+    assert SEMANTICS.lookup(CallOp) is None
+    text = (
+        "func.func @forward(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+        "  %y = func.call @g(%x) : (tensor<2xf32>) -> tensor<2xf32>\n"
+        "  func.return %y : tensor<2xf32>\n}\n"
+        "func.func @g(%x: tensor<2xf32>) -> tensor<2xf32> {\n  func.return %x : tensor<2xf32>\n}\n"
+    )
+    with pytest.raises(teeny_ir.DiagnosticError) as caught:
+        run(teeny_ir.parse_module(text, "m.mlir"), {}, [np.zeros(2, np.float32)])
+    assert "m.mlir:2:" in str(caught.value)
+    assert "the reference interpreter has no semantics for 'func.call'" in str(caught.value)
 
 
 def test_pointwise_ops_share_the_table_rule_and_nothing_else_does() -> None:
-    rules = {op: semantics_for(op) for op in Graph.operations}
-    table_rule = rules[TanhOp]
+    rules = {op: SEMANTICS.lookup(op) for op in Graph.operations}
+    table_rule = SEMANTICS.pointwise_rule()
+    assert table_rule is not None
     for op_type, rule in rules.items():
         in_table = pointwise.lookup(op_type.name) is not None
         assert (rule is table_rule) == in_table, op_type.name
 
 
 def test_a_second_registration_for_one_op_raises() -> None:
-    semantics_for(Conv2dOp)  # every module is loaded: Conv2dOp has its rule
+    SEMANTICS.load()  # every module is loaded: Conv2dOp has its rule
 
     def rule(op: object, args: list[np.ndarray], weights: object) -> list[np.ndarray]:
         return args
 
-    with pytest.raises(RuntimeError, match=re.escape("two reference semantics for 'graph.conv2d'")):
+    with pytest.raises(FacetError, match=re.escape("'graph.conv2d' has two reference semantics")):
         registry.semantics(Conv2dOp)(rule)
-    with pytest.raises(RuntimeError, match=re.escape("two reference semantics for 'graph.param'")):
+    with pytest.raises(FacetError, match=re.escape("'graph.param' already has a reference semantics opt-out")):
         registry.not_executed("again", ParamOp)
-    with pytest.raises(
-        RuntimeError, match=re.escape("two reference semantics for 'graph.bias_add'")
-    ):
+    with pytest.raises(FacetError, match=re.escape("'graph.bias_add' has a reference semantics")):
         registry.not_executed("again", BiasAddOp)
-    with pytest.raises(RuntimeError, match="two reference rules for the pointwise table"):
+    with pytest.raises(FacetError, match="two reference semantics rules claim the pointwise table"):
         registry.pointwise_rule(rule)
-    assert semantics_for(Conv2dOp) is not rule and semantics_for(ParamOp) != "again"
+    assert SEMANTICS.lookup(Conv2dOp) is not rule
+    assert SEMANTICS.lookup(ParamOp) != OptOut("again")
 
 
 def test_a_failed_registration_registers_none_of_its_ops() -> None:
@@ -83,20 +94,20 @@ def test_a_failed_registration_registers_none_of_its_ops() -> None:
     def rule(op: object, args: list[np.ndarray], weights: object) -> list[np.ndarray]:
         return args
 
-    with pytest.raises(RuntimeError, match=re.escape("two reference semantics for 'graph.conv2d'")):
+    with pytest.raises(FacetError, match=re.escape("'graph.conv2d' has two reference semantics")):
         registry.semantics(CallOp, Conv2dOp)(rule)
-    with pytest.raises(RuntimeError, match=re.escape("two reference semantics for 'func.call'")):
+    with pytest.raises(FacetError, match=re.escape("'func.call' is named twice")):
         registry.not_executed("twice", CallOp, CallOp)
-    assert isinstance(semantics_for(CallOp), str) and "no semantics" in str(semantics_for(CallOp))
+    assert SEMANTICS.lookup(CallOp) is None
 
 
 def test_a_pointwise_op_cannot_get_semantics_of_its_own() -> None:
     def rule(op: object, args: list[np.ndarray], weights: object) -> list[np.ndarray]:
         return args
 
-    with pytest.raises(RuntimeError, match=re.escape("'graph.tanh' is in the pointwise table")):
+    with pytest.raises(FacetError, match=re.escape("'graph.tanh' is in the pointwise table")):
         registry.semantics(TanhOp)(rule)
-    assert semantics_for(TanhOp) is not rule
+    assert SEMANTICS.lookup(TanhOp) is not rule
 
 
 def test_tanh_is_evaluated_from_the_table() -> None:
@@ -141,8 +152,8 @@ def test_fused_conv_epilogue_is_the_standalone_pointwise_op(activation: str) -> 
 
 def test_semantics_modules_are_named_like_dialect_modules() -> None:
     graph_modules = {p.stem for p in (ROOT / "dialects" / "graph").glob("*.py")}
-    loaded = registry.load_modules()
-    assert loaded and set(loaded) <= graph_modules, sorted(set(loaded) - graph_modules)
+    loaded = {name.rpartition(".")[2] for name in SEMANTICS.load()}
+    assert loaded and loaded <= graph_modules, sorted(loaded - graph_modules)
 
 
 def test_the_reference_writes_no_pointwise_math_of_its_own() -> None:

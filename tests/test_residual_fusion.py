@@ -1,4 +1,4 @@
-"""graph.fused_conv2d's residual operand and fuse-conv-bn-act's residual-add fusion:
+"""graph.fused_conv2d's residual operand and the residual-add fusion of fuse-epilogues:
 the op (builder, accessors, text, verifier), the pass (structure, locations,
 remarks, modes) and numerics: the reference of the fused module against the
 reference of the unfused one, on small chains and on examples/yolov8n.
@@ -45,7 +45,7 @@ from teeny_ir.testing import REDUCTION_TOL, assert_close, assert_round_trips
 
 Q = DYNAMIC_INDEX
 YOLOV8N = Path(__file__).resolve().parent.parent / "examples" / "yolov8n"
-FUSE = "split-bias,fuse-conv-bn-act"
+FUSE = "split-bias,fuse-epilogues"
 
 
 def _tensor(*shape: int) -> TensorType:
@@ -193,7 +193,7 @@ def test_training_mode_keeps_the_residual_add_and_says_why() -> None:
     )
     ctx = make_context()
     module = teeny_ir.parse_module(text, "model.mlir", ctx=ctx)
-    teeny_ir.PassManager.parse("fuse-conv-bn-act{mode=training}").run(module, ctx)
+    teeny_ir.PassManager.parse("fuse-epilogues{mode=training}").run(module, ctx)
     (fused,) = _fused(module)
     assert fused.residual is None and fused.activation == "relu"
     (add,) = _ops(module, AddOp)

@@ -4,12 +4,11 @@ cannot run: no cuda-python, no GPU, no cubin for the GPU)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -19,21 +18,10 @@ from safetensors.numpy import save_file
 from teeny_ir.driver.run import run
 from teeny_ir.runtime import backends
 from teeny_ir.runtime.backends import cuda
-from teeny_ir.runtime.backends.fake_cuda import FakeDriver
+from teeny_ir.testing import sample_plan as fixtures
+from teeny_ir.testing.fake_cuda import FakeDriver
 
 TEENY_RUN = str(Path(sys.executable).with_name("teeny-run"))
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fixtures = _sibling("test_plan.py")
 
 
 @pytest.fixture

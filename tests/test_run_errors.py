@@ -4,12 +4,16 @@ exit 2, its full traceback kept in a log file that line names.
 
 Most cases run teeny-run in-process on the hand-written fixture plan of
 test_plan.py; the torch-less cases run the console script with a
-``sitecustomize`` that hides torch (from both teeny-run and its worker).
+``sitecustomize`` that hides torch (from both teeny-run and its worker), and
+the plan files that are not regular files (a FIFO, a symlink to /dev/zero)
+run it in a process of its own with a timeout, so a regression fails instead
+of hanging.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.machinery
 import importlib.util
 import io
@@ -21,7 +25,6 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -29,25 +32,17 @@ import pytest
 from safetensors.numpy import save_file
 
 from teeny_ir import runtime
-from teeny_ir.backend.plan import Arg, Plan
+from teeny_ir.backend import kernel_files
+from teeny_ir.backend.plan import Arg, CompiledSpec, Plan, load_plan, write_plan
 from teeny_ir.driver.run import run
 from teeny_ir.runtime import backends
 from teeny_ir.runtime.backends import interpreter
+from teeny_ir.testing import sample_plan as fixtures
 
 TEENY_RUN = str(Path(sys.executable).with_name("teeny-run"))
 NEEDS_TORCH = "the interpreter backend needs torch (pip install 'teeny-ir[interp]')"
 
 
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fixtures = _sibling("test_plan.py")
 VAR = f"{fixtures.PREFIX}bn.running_var"
 
 
@@ -315,6 +310,195 @@ def test_output_never_overwrites_the_plan(case: Case, no_worker: None, name: str
     message = one_error(case.argv("-o", str(target)))
     assert message == f"refusing to overwrite the input file '{target}' with -o"
     assert target.read_bytes() == before
+
+
+# --- plan files that are not regular files: refused, never waited on --------
+# Each runs teeny-run in a process of its own with a timeout, so a regression
+# (a FIFO opened for reading, /dev/zero read to the end) fails instead of hanging.
+
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+SECONDS = 60
+
+
+def run_process(argv: list[str], root: Path, script: str | None = None) -> tuple[int, str]:
+    """teeny-run (or ``script``, given the same arguments) in a fresh process."""
+    command = [TEENY_RUN] if script is None else [sys.executable, "-c", script]
+    done = subprocess.run(
+        [*command, *argv],
+        env=os.environ | {"TMPDIR": str(root / "tmp")},
+        capture_output=True,
+        text=True,
+        timeout=SECONDS,
+        check=False,
+    )
+    return done.returncode, done.stderr
+
+
+def with_cubins(case: Case) -> Plan:
+    """The fixture plan with an sm_90 cubin (placeholder bytes) for each kernel
+    and launch configuration, rewritten into ``plan/``."""
+    directory = case.root / "plan"
+    kernels = []
+    for kernel in case.plan.kernels:
+        configs = sorted(
+            {(x.num_warps, x.num_stages) for x in case.plan.launches if x.kernel == kernel.name}
+        )
+        compiled = []
+        for warps, stages in configs:
+            cubin = directory / "kernels" / f"{kernel.name}.sm90.cubin"
+            cubin.write_bytes(f"not a cubin: {kernel.name}".encode())
+            sha = hashlib.sha256(cubin.read_bytes()).hexdigest()
+            relative = f"kernels/{cubin.name}"
+            compiled.append(CompiledSpec(90, kernel.name, warps, stages, 0, relative, sha))
+        kernels.append(dataclasses.replace(kernel, compiled=tuple(compiled)))
+    plan = dataclasses.replace(case.plan, kernels=tuple(kernels))
+    write_plan(directory, plan)
+    load_plan(directory)  # a plan the loader accepts, before a file is replaced
+    return plan
+
+
+def _fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def _dev_zero(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")
+
+
+def _sparse(size: int) -> Any:
+    def make(path: Path) -> None:
+        with path.open("r+b") as handle:
+            handle.truncate(size)  # a hole: no disk space, no memory
+
+    return make
+
+
+PLAN_JSON = "plan/plan.json"
+KERNEL = "plan/kernels/elementwise_0.py"
+CUBIN = "plan/kernels/elementwise_0.sm90.cubin"
+NOT_REGULAR = [
+    ("fifo plan.json", PLAN_JSON, _fifo, "cannot read '{path}': it is a FIFO, not a regular file"),
+    (
+        "fifo kernel file",
+        KERNEL,
+        _fifo,
+        "kernel 'elementwise_0' file 'kernels/elementwise_0.py' cannot be read: it is a FIFO, "
+        "not a regular file",
+    ),
+    (
+        "fifo cubin",
+        CUBIN,
+        _fifo,
+        "kernel 'elementwise_0' sm90 cubin 'kernels/elementwise_0.sm90.cubin' cannot be read: "
+        "it is a FIFO, not a regular file",
+    ),
+    (
+        "plan.json to /dev/zero",
+        PLAN_JSON,
+        _dev_zero,
+        "cannot read '{path}': it is a character device, not a regular file",
+    ),
+    (
+        "kernel file to /dev/zero",
+        KERNEL,
+        _dev_zero,
+        "kernel 'elementwise_0' file 'kernels/elementwise_0.py' resolves outside the plan "
+        "directory",
+    ),
+    (
+        "huge plan.json",
+        PLAN_JSON,
+        _sparse(kernel_files.PLAN_JSON_BYTES + 1),
+        f"cannot read '{{path}}': it is larger than {kernel_files.PLAN_JSON_BYTES} bytes, the "
+        "most teeny_ir reads of such a file",
+    ),
+    (
+        "huge kernel file",
+        KERNEL,
+        _sparse(kernel_files.KERNEL_SOURCE_BYTES + 1),
+        "kernel 'elementwise_0' file 'kernels/elementwise_0.py' cannot be read: it is larger "
+        f"than {kernel_files.KERNEL_SOURCE_BYTES} bytes, the most teeny_ir reads of such a file",
+    ),
+]
+
+
+@needs_fifo
+@pytest.mark.parametrize(
+    ("name", "replace", "message"), [c[1:] for c in NOT_REGULAR], ids=[c[0] for c in NOT_REGULAR]
+)
+def test_a_plan_file_that_is_not_a_regular_file(
+    case: Case, name: str, replace: Any, message: str
+) -> None:
+    with_cubins(case)
+    path = case.root / name
+    replace(path)
+    code, stderr = run_process(case.argv("-o", str(case.out)), case.root)
+    resolved = (case.root / "plan").resolve() / path.name
+    assert (code, stderr) == (1, f"teeny-run: error: {message.format(path=resolved)}\n")
+    assert not case.out.exists()
+
+
+SWAP_CUBINS_AFTER_LOAD = """
+import os, sys
+from teeny_ir import runtime
+from teeny_ir.driver.run import run
+from teeny_ir.runtime.backends import cuda
+from teeny_ir.testing.fake_cuda import FakeDriver
+
+checked = runtime.load_plan
+
+def load_then_swap(root):
+    plan = checked(root)
+    for kernel in plan.kernels:
+        for compiled in kernel.compiled:
+            (root / compiled.cubin).unlink()
+            os.mkfifo(root / compiled.cubin)
+    return plan
+
+runtime.load_plan = load_then_swap
+cuda._load_driver = FakeDriver
+sys.exit(run(sys.argv[1:], sys.stdout, sys.stderr))
+"""
+
+
+@needs_fifo
+def test_cuda_refuses_a_cubin_swapped_for_a_fifo_after_the_checks(case: Case) -> None:
+    """The cuda backend reads each cubin again to load it: a FIFO put there
+    after `load_plan` checked the directory is refused too."""
+    plan = with_cubins(case)
+    argv = case.argv("-o", str(case.out), "--backend", "cuda")
+    code, stderr = run_process(argv, case.root, SWAP_CUBINS_AFTER_LOAD)
+    first = plan.kernels[0].compiled[0].cubin
+    assert (code, stderr) == (
+        1,
+        f"teeny-run: error: cubin '{first}' cannot be read: it is a FIFO, not a regular file\n",
+    )
+
+
+IMPORT_KERNEL = """
+import sys
+from teeny_ir.backend.kernel_files import KernelImportError, import_kernel
+
+try:
+    import_kernel(sys.argv[1], "elementwise_0")
+except KernelImportError as err:
+    sys.exit(str(err))
+"""
+
+
+@needs_fifo
+def test_importing_a_kernel_file_that_is_a_fifo(case: Case) -> None:
+    """What the interpreter worker does after the checks: a FIFO swapped in is
+    refused, never waited on."""
+    path = case.root / KERNEL
+    _fifo(path)
+    code, stderr = run_process([str(path)], case.root, IMPORT_KERNEL)
+    assert (code, stderr) == (
+        1,
+        f"kernel file '{path}' cannot be read: it is a FIFO, not a regular file\n",
+    )
 
 
 # --- weights that make a derivation non-finite, and unused weights -----------

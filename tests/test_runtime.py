@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -30,19 +30,8 @@ from teeny_ir.backend import kernel_files, triton_settings
 from teeny_ir.backend.plan import PlanError
 from teeny_ir.runtime import backends
 from teeny_ir.runtime.backends import cuda, interpreter
-from teeny_ir.runtime.backends.fake_cuda import FakeDriver
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-fixtures = _sibling("test_plan.py")
+from teeny_ir.testing import sample_plan as fixtures
+from teeny_ir.testing.fake_cuda import FakeDriver
 
 
 @pytest.fixture

@@ -7,9 +7,8 @@ Each case is one graph op, written as IR with a dynamic batch and lowered by the
 family's own ``@lowers`` rule: the launch's dims and grid are what the compiler
 emits, evaluated at the case's batch; some cases shrink ``BLOCK_ROWS`` and
 ``BLOCK_R`` (rebinding the grid to their tile model) so that rows of 7 to 4099
-elements span many chunks and many programs. The kernels run in one
-`kernel_harness.py` subprocess (test_concat_split_kernels.py's `run_harness`),
-with NaN-padded inputs and canary-padded, NaN-filled outputs; some grids launch
+elements span many chunks and many programs. The kernels run in one harness
+process (`teeny_ir.testing.kernels.run_cases`), with NaN-padded inputs and canary-padded, NaN-filled outputs; some grids launch
 more programs than the tile model needs. The expected values come from
 `teeny_ir.reference`, computed in float64.
 
@@ -21,15 +20,10 @@ the view formation does; every case is a launch the validator accepts.
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import os
 import re
-import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -40,29 +34,14 @@ from dialects.graph.reduce import infer_reduce_shape
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
-from teeny_ir.core import expressions
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowering_for, tensor_type
+from teeny_ir.kernels.lowering import Unlowerable
 from teeny_ir.kernels.render import render
 from teeny_ir.kernels.softmax import tiles
 from teeny_ir.testing import REDUCTION_TOL, assert_close
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-CANARY = copies.CANARY
-View = tuple[int, int]
-"""A batch-strided view: (the enclosing buffer's channels, the view's first channel)."""
+from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.kernels import Case, Results, View, launch_case, problems
 
 
 def _type(shape: tuple[int | str, ...]) -> str:
@@ -90,18 +69,10 @@ def graph_text(op: str, x_shape: tuple[int, ...]) -> str:
 
 def lowered(op: str, x_shape: tuple[int, ...]) -> tuple[Any, LaunchOp]:
     """The graph module and the launch its op's own lowering rule builds."""
-    module = teeny_ir.parse_module(graph_text(op, x_shape))
-    graph_op = next(o for o in module.walk() if o.name.startswith("graph."))
-    rule = lowering_for(type(graph_op))
-    assert not isinstance(rule, str), rule
-    launch = rule(graph_op)
-    assert isinstance(launch, LaunchOp)
-    assert tensor_type(graph_op.results[0]) == launch.results[0].type
+    module, launch = harness.lowered(graph_text(op, x_shape))
+    (graph_op,) = (o for o in module.walk() if o.name.startswith("graph."))
+    assert graph_op.results[0].type == launch.results[0].type
     return module, launch
-
-
-def _evaluate(text: str, batch: int) -> int:
-    return expressions.compile_expr(expressions.parse_cached(text))({"B": batch})
 
 
 def _data(shape: tuple[int, ...], kind: str, rng: np.random.Generator) -> np.ndarray:
@@ -130,72 +101,49 @@ def kernel_case(
     x_view: View | None = None,
     y_view: View | None = None,
     num_warps: int | None = None,
-) -> Any:
+) -> Case:
     """One launch of ``graph.<op>`` on ``x_shape`` data of ``kind``; ``blocks``
-    overrides ``(BLOCK_ROWS, BLOCK_R)``, ``x_view``/``y_view`` make the input or
-    the output a batch-strided channel slice, ``num_warps`` overrides the
-    lowering's."""
+    overrides ``(BLOCK_ROWS, BLOCK_R)`` (the grid is then what the tile model
+    needs), ``x_view``/``y_view`` make the input or the output a batch-strided
+    channel slice, ``num_warps`` overrides the lowering's."""
     module, launch = lowered(op, x_shape)
-    batch = x_shape[0]
     x = _data(x_shape, kind, rng)
     with np.errstate(all="ignore"):
         (want,) = reference.run(module, {}, [x])
-    out_shape = want.shape
-    source, x_stride = copies.channel_slice(x, x_view)
-    expected, y_stride = copies.channel_slice(np.asarray(want, np.float32), y_view)
-    constexprs = dict(launch.constexpr_values)
-    if blocks is not None:
-        constexprs["BLOCK_ROWS"], constexprs["BLOCK_R"] = blocks
-    strides = {"x_batch_stride": x_stride, "y_batch_stride": y_stride}
-    images = {
-        "x_batch_stride": math.prod(x_shape[1:]),
-        "y_batch_stride": math.prod(out_shape[1:]),
-    }
-    args: list[tuple[str, Any]] = []
-    env: dict[str, int] = {}
-    for name, binding in launch.arg_bindings:
-        if binding == "in0":
-            args.append((name, source))
-        elif binding == "out0":
-            args.append((name, ("output", expected.size)))
-        elif name in strides:
-            assert _evaluate(binding, batch) == images[name], (name, binding)
-            args.append((name, strides[name]))
-        else:
-            env[name] = _evaluate(binding, batch)
-            args.append((name, env[name]))
-    rows = env["N"] * env["OUTER"] * env["INNER"]
     warps = launch.num_warps if num_warps is None else num_warps
-    block_rows, block_r = int(constexprs["BLOCK_ROWS"]), int(constexprs["BLOCK_R"])
     case_id = (
         f"{op.replace(' ', '').replace(',', '_')}-{'x'.join(map(str, x_shape))}"
-        + (f"-b{block_rows}x{block_r}" if blocks else "")
+        + (f"-b{blocks[0]}x{blocks[1]}" if blocks else "")
         + (f"-{kind}" if kind != "normal" else "")
         + (f"-grid+{extra_programs}" if extra_programs else "")
         + (f"-x@{x_view[1]}of{x_view[0]}" if x_view else "")
         + (f"-y@{y_view[1]}of{y_view[0]}" if y_view else "")
         + (f"-warps{warps}" if warps != launch.num_warps else "")
     )
-    return copies.Case(
-        id=case_id,
-        family=launch.family,
-        constexprs=constexprs,
-        args=args,
-        grid=math.ceil(rows / block_rows) + extra_programs,
+    views = {name: view for name, view in (("x", x_view), ("y", y_view)) if view is not None}
+    return launch_case(
+        case_id,
+        launch,
+        x_shape[0],
+        [x],
+        [want],
         pad=256,
-        expected={"y": expected.astype(np.float64)},
-        tensors={"x": (x_shape, x_stride), "y": (out_shape, y_stride)},
-        num_warps=warps,
         tol=REDUCTION_TOL,
+        views=views,
+        constexprs=None
+        if blocks is None
+        else dict(zip(("BLOCK_ROWS", "BLOCK_R"), blocks, strict=True)),
+        extra_programs=extra_programs,
+        num_warps=warps,
     )
 
 
 SOFTMAX_LENGTHS = (1, 7, 10, 1000, 4099)
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(7)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for op in ("softmax", "log_softmax"):
         # Rows of every length along the last axis, in small chunks: many per row.
         for length in SOFTMAX_LENGTHS:
@@ -271,7 +219,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Cases run on mutated kernels: with a load mask that keeps only the rows in
     range, the last row reads the NaN past the tensor's end; addressing images as contiguous reads the NaN between a strided
     input's images."""
@@ -302,53 +250,27 @@ CASES = all_cases()
 MUTANTS = mutants()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    found: dict[str, np.ndarray] = copies.run_harness(
-        [*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("rows")
-    )
-    return found
-
-
-def problems(case: Any, results: dict[str, np.ndarray]) -> list[str]:
-    """What is wrong with ``case``'s output, but for the finite values' accuracy:
-    overwritten canaries, a value other than the reference's where that is NaN
-    (the gaps of a strided output too) or infinite, finite values that are not."""
-    want = case.expected["y"]
-    buffer = results[f"{case.id}/y"]
-    found = []
-    padding = np.concatenate([buffer[: case.pad], buffer[len(buffer) - case.pad :]])
-    if (padding != CANARY).any():
-        found.append(f"{(padding != CANARY).sum()} canaries overwritten")
-    got = buffer[case.pad : len(buffer) - case.pad].astype(np.float64)
-    assert got.shape == want.shape
-    special = ~np.isfinite(want)
-    if not np.array_equal(got[special], want[special], equal_nan=True):
-        found.append("differs where the reference is NaN or infinite (a gap written?)")
-    if not np.isfinite(got[~special]).all():
-        found.append("a finite output is NaN/inf (unwritten, or read outside its row?)")
-    return found
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_the_reference(case: Any, results: dict[str, np.ndarray]) -> None:
+def test_kernel_matches_the_reference(case: Case, results: Results) -> None:
+    """Canaries intact, NaN and infinities where the reference has them (the
+    gaps of a strided output stay NaN), the finite values within ``case.tol``."""
     assert problems(case, results) == []
-    want = case.expected["y"]
-    got = results[f"{case.id}/y"][case.pad : -case.pad].astype(np.float64)
-    finite = np.isfinite(want)
-    assert_close(got[finite], want[finite], case.tol)
 
 
 def test_every_case_is_a_valid_launch() -> None:
     """The harness runs only launches the validator accepts (stride dims included)."""
     for case in CASES:
-        validator.validate(copies.case_contract(case))
+        validator.validate(case.contract())
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     for what, case in MUTANTS.items():
-        assert "a finite output is NaN" in " ".join(problems(case, results)), what
+        found = " ".join(problems(case, results))
+        assert "NaN or infinite where the reference is finite" in found, what
 
 
 def test_special_cases_are_not_vacuous() -> None:
@@ -502,17 +424,6 @@ VARIANTS += [("softmax", {"LOG": 1}, 8, 90), ("reduce", {"MEAN": 1}, 8, 80)]
 """Every variant the lowerings emit (4 warps, 1 stage; the long-row tiles) for
 both targets; 8 warps (the most threads any test runs) once per family. The
 interpreter cases run every family at 1, 2, 4 and 8 warps."""
-
-
-@pytest.fixture(scope="module")
-def triton_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    saved = os.environ.get("TRITON_CACHE_DIR")
-    os.environ["TRITON_CACHE_DIR"] = str(tmp_path_factory.mktemp("triton-cache"))
-    yield
-    if saved is None:
-        del os.environ["TRITON_CACHE_DIR"]
-    else:
-        os.environ["TRITON_CACHE_DIR"] = saved
 
 
 @pytest.mark.parametrize(("family_name", "flag", "warps", "arch"), VARIANTS)

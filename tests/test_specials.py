@@ -2,7 +2,7 @@
 pointwise table, against PyTorch: the table's numpy semantics (what the
 reference interpreter runs), the reference interpreter itself, and each entry's
 Triton expression rendered into the ``elementwise`` family and run in Triton's
-interpreter (`kernel_harness.py`).
+interpreter (`teeny_ir.testing.kernels.run_cases`).
 
 Agreement means: NaN in the same positions, the same infinities with their
 sign, and finite values within ``1e-5 * max(1, |ref|)`` (so the sign of a zero
@@ -27,13 +27,9 @@ error).
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -45,10 +41,9 @@ import teeny_ir
 from teeny_ir import reference
 from teeny_ir.core import pointwise
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.render import render
+from teeny_ir.testing.kernels import Case, Results, problems, run_cases
+from teeny_ir.testing.variants import variants
 
-HARNESS = Path(__file__).with_name("kernel_harness.py")
-CANARY = np.float32(1234.5)  # kernel_harness.CANARY
 F32 = np.float32
 TINY = float(np.finfo(F32).smallest_subnormal)
 NORMAL = float(np.finfo(F32).tiny)
@@ -84,12 +79,14 @@ EXPLICIT_SPELLINGS = (
     "leaky_relu(negative_slope=0.0)",
     "leaky_relu(negative_slope=3.0)",
     "leaky_relu(negative_slope=-0.5)",
+    "hardtanh(min_val=-1.0, max_val=1.0)",
+    "hardtanh(min_val=0.0, max_val=6.0)",
+    "hardtanh(min_val=-2.5, max_val=-2.5)",
 )
-"""Option values worth covering; every entry without options is covered as it is."""
-SPELLINGS = (
-    *(entry.name for entry in pointwise.TABLE if not entry.options),
-    *EXPLICIT_SPELLINGS,
-)
+"""Option values worth covering beyond the sample values every test enumerates."""
+SPELLINGS = tuple(dict.fromkeys([*(v.spelling for v in variants()), *EXPLICIT_SPELLINGS]))
+"""Every table entry (`teeny_ir.testing.variants`: an entry with options once per
+combination of its sample values), then the edge values above."""
 
 
 def test_every_table_entry_is_covered() -> None:
@@ -204,45 +201,28 @@ def _regular(spelling: str, args: list[np.ndarray]) -> np.ndarray:
     return ~exceptional
 
 
-def _case(spelling: str, args: list[np.ndarray], index: int, workdir: Path) -> dict[str, Any]:
-    """A harness case running ``spelling``'s kernel over flat ``args``."""
-    name = f"specials_{index}"
-    kernel = workdir / f"{name}.py"
+def _case(spelling: str, args: list[np.ndarray], part: int) -> Case:
+    """A harness case running ``spelling``'s kernel over flat ``args``: its NaN
+    and infinities must be torch's (float64, rounded to float32); `mismatches`
+    holds the finite values to torch."""
     block = 1024
-    constexprs: dict[str, int | str] = {"OP": spelling, "BLOCK": block}
-    kernel.write_text(render(FAMILIES["elementwise"], name, constexprs))
     x, y = args[0], args[-1]  # a unary entry never reads y
     n = x.size
-    paths = []
-    for tag, array in (("x", x), ("y", y)):
-        path = workdir / f"{name}_{tag}.npy"
-        np.save(path, array)
-        paths.append({"array": str(path)})
     flat = [0, 0, 0, 0, 0, 1]  # rank 6 (1, 1, 1, 1, 1, n): strides of the flat operands
     dims = [n, 1, 1, 1, 1, n, *flat, *flat]  # numel, size1..size5, x strides, y strides
-    return {
-        "kernel_file": str(kernel),
-        "kernel_name": name,
-        "constexprs": constexprs,
-        "grid": [math.ceil(n / block), 1, 1],
-        "num_warps": 4,
-        "pad": block,
-        "args": [*paths, {"output": n}, *({"int": d} for d in dims)],
-    }
-
-
-def _run(cases: list[dict[str, Any]], workdir: Path, flags: list[str]) -> dict[str, np.ndarray]:
-    cases_file, results_file = workdir / "cases.json", workdir / "results.npz"
-    cases_file.write_text(json.dumps({"cases": cases}))
-    done = subprocess.run(
-        [sys.executable, *flags, str(HARNESS), str(cases_file), str(results_file)],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    values: list[Any] = [x, y, ("output", n), *dims]
+    names = [arg.name for arg in FAMILIES["elementwise"].args]
+    ref = torch.from_numpy(torch_ref(spelling, args, torch.float64)).to(torch.float32).numpy()
+    return Case(
+        id=f"{spelling}-part{part}",
+        family="elementwise",
+        constexprs={"OP": spelling, "BLOCK": block},
+        args=list(zip(names, values, strict=True)),
+        grid=math.ceil(n / block),
+        pad=block,
+        expected={"out": ref},
+        tol=None,
     )
-    assert done.returncode == 0, done.stderr
-    with np.load(results_file, allow_pickle=False) as npz:
-        return {key: npz[key] for key in npz.files}
 
 
 def _split(spelling: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -253,38 +233,36 @@ def _split(spelling: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
 
 
 @pytest.fixture(scope="module")
-def kernel_results(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], np.ndarray]:
-    """(spelling, 0 for the regular inputs or 1 for the exceptional ones) -> the
-    padded output buffer of that kernel run."""
-    outputs: dict[tuple[str, int], np.ndarray] = {}
+def kernel_results(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[tuple[str, int], tuple[Case, Results]]:
+    """(spelling, 0 for the regular inputs or 1 for the exceptional ones) -> that
+    kernel run's case and results."""
+    outputs: dict[tuple[str, int], tuple[Case, Results]] = {}
     # Regular inputs: every warning is an error. Exceptional ones: see the docstring.
     for part, flags in ((0, ["-W", "error"]), (1, ["-W", "error", "-W", "ignore::RuntimeWarning"])):
         workdir = tmp_path_factory.mktemp(f"specials{part}")
         names = [s for s in SPELLINGS if _split(s)[part][0].size]
-        cases = [_case(s, _split(s)[part], i, workdir) for i, s in enumerate(names)]
-        results = _run(cases, workdir, flags)
-        for i, spelling in enumerate(names):
-            outputs[spelling, part] = results[f"case{i}_arg2"]
+        cases = [_case(s, _split(s)[part], part) for s in names]
+        results = run_cases(cases, workdir, flags=flags)
+        for spelling, case in zip(names, cases, strict=True):
+            outputs[spelling, part] = (case, results)
     return outputs
 
 
-def _check(spelling: str, part: int, results: dict[tuple[str, int], np.ndarray]) -> None:
+def _check(spelling: str, part: int, results: dict[tuple[str, int], tuple[Case, Results]]) -> None:
     args = _split(spelling)[part]
     if not args[0].size:
         assert (spelling, part) not in results
         return
-    buffer = results[spelling, part]
-    pad = (buffer.size - args[0].size) // 2
-    assert (buffer[:pad] == CANARY).all() and (buffer[buffer.size - pad :] == CANARY).all()
-    got = buffer[pad : buffer.size - pad]
-    ref64 = torch_ref(spelling, args, torch.float64)
-    ref = torch.from_numpy(ref64).to(torch.float32).numpy()
-    assert mismatches(got, ref, args) == [], "against torch float64"
+    case, run = results[spelling, part]
+    assert problems(case, run) == []  # canaries, and NaN and infinities where torch has them
+    assert mismatches(case.got(run, "out"), case.expected["out"], args) == [], "against torch"
 
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_kernel_matches_torch_on_regular_results(
-    spelling: str, kernel_results: dict[tuple[str, int], np.ndarray]
+    spelling: str, kernel_results: dict[tuple[str, int], tuple[Case, Results]]
 ) -> None:
     """Run under ``-W error``: on these inputs no intermediate may warn."""
     _check(spelling, 0, kernel_results)
@@ -292,7 +270,7 @@ def test_kernel_matches_torch_on_regular_results(
 
 @pytest.mark.parametrize("spelling", SPELLINGS)
 def test_kernel_matches_torch_on_exceptional_results(
-    spelling: str, kernel_results: dict[tuple[str, int], np.ndarray]
+    spelling: str, kernel_results: dict[tuple[str, int], tuple[Case, Results]]
 ) -> None:
     _check(spelling, 1, kernel_results)
 

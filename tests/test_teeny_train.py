@@ -20,8 +20,8 @@ from teeny_ir import reference, runtime
 from teeny_ir.driver import opt, train
 from teeny_ir.frontend.losses import add_cross_entropy_loss
 from teeny_ir.runtime.backends import cuda
-from teeny_ir.runtime.backends.fake_cuda import FakeDriver
 from teeny_ir.testing import REDUCTION_TOL, assert_close
+from teeny_ir.testing.fake_cuda import FakeDriver
 
 ROOT = Path(__file__).resolve().parents[1]
 LENET = ROOT / "examples" / "lenet" / "lenet.mlir"

@@ -9,7 +9,7 @@ computes in float64 and returns float32).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import teeny_ir
 from teeny_ir import reference
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.frontend.losses import add_cross_entropy_loss, add_weighted_sum_loss
+from teeny_ir.testing.variants import Variant, variants
 
 ROOT = Path(__file__).resolve().parents[1]
 LENET = ROOT / "examples" / "lenet" / "lenet.mlir"
@@ -204,15 +205,30 @@ func.func @forward(%x: tensor<?x4xf32>, %g: tensor<?x4xf32>) -> tensor<f32> {
 
 # ------------------------------------------------------ random graphs (hypothesis)
 
-UNARY = ("relu", "silu", "sigmoid", "tanh", "gelu", "leaky_relu")
-TORCH_UNARY = {
-    "relu": torch.relu,
-    "silu": nn.functional.silu,
-    "sigmoid": torch.sigmoid,
-    "tanh": torch.tanh,
-    "gelu": nn.functional.gelu,
-    "leaky_relu": nn.functional.leaky_relu,
-}
+UNARY = {variant.spelling: variant for variant in variants(arity=1)}
+"""Every unary entry of the pointwise table, each option at its sample values
+(`teeny_ir.testing.variants`), by its kernel spelling."""
+BINARY = {variant.spelling: variant for variant in variants(arity=2)}
+"""Every binary entry of the pointwise table."""
+
+
+def torch_function(variant: Variant) -> Callable[..., torch.Tensor]:
+    """Torch's function of a table entry (``torch.<name>``, else
+    ``torch.nn.functional.<name>``), the entry's options as keywords."""
+    fn = getattr(torch, variant.name, None) or getattr(nn.functional, variant.name, None)
+    assert callable(fn), f"no torch function for pointwise entry '{variant.name}'"
+    options = variant.options
+    return lambda *operands: fn(*operands, **options)
+
+
+def test_every_table_entry_has_a_torch_equivalent() -> None:
+    x = torch.linspace(-3.0, 3.0, 13, dtype=torch.float64)
+    y = torch.linspace(0.5, 2.0, 13, dtype=torch.float64)
+    for spelling, variant in {**UNARY, **BINARY}.items():
+        operands = [x, y][: variant.entry.arity]
+        want = variant.entry.evaluate(np, [o.numpy() for o in operands], variant.options)
+        got = torch_function(variant)(*operands).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=spelling)
 
 
 @st.composite
@@ -247,11 +263,13 @@ def random_graphs(draw: Any) -> tuple[str, list[tuple[str, tuple[int, ...]]], An
             steps.append(("linear", pw, pb))
             width = out
         elif kind == "unary":
-            op = draw(st.sampled_from(UNARY))
-            lines.append(f"  {name} = graph.{op} {current} : {t(width)}")
-            steps.append(("unary", op))
+            spelling = draw(st.sampled_from(sorted(UNARY)))
+            variant = UNARY[spelling]
+            options = f" {variant.option_text()}" if variant.option_text() else ""
+            lines.append(f"  {name} = graph.{variant.name} {current}{options} : {t(width)}")
+            steps.append(("unary", spelling))
         elif kind == "binary":
-            op = draw(st.sampled_from(["add", "sub", "mul", "div"]))
+            op = BINARY[draw(st.sampled_from(sorted(BINARY)))].name
             pname = f"p{count}"
             params.append((pname, (width,)))
             lines.append(f'  %{pname} = graph.param "{pname}" : tensor<{width}xf32>')
@@ -281,11 +299,9 @@ def random_graphs(draw: Any) -> tuple[str, list[tuple[str, tuple[int, ...]]], An
             if step[0] == "linear":
                 x = nn.functional.linear(x, p[step[1]], p[step[2]])
             elif step[0] == "unary":
-                x = TORCH_UNARY[step[1]](x)
+                x = torch_function(UNARY[step[1]])(x)
             elif step[0] == "binary":
-                x = {"add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.div}[
-                    step[1]
-                ](x, p[step[2]])
+                x = torch_function(BINARY[step[1]])(x, p[step[2]])
             elif step[0] == "softmax":
                 fn = torch.softmax if step[1] == "softmax" else torch.log_softmax
                 x = fn(x, 1)

@@ -1,8 +1,8 @@
 """The ``transpose`` kernel family and the structural canonicalization patterns.
 
-Transpose: Triton's interpreter against numpy in one `kernel_harness.py`
-subprocess (the harness and its checks are those of test_concat_split_kernels.py:
-NaN-padded inputs, outputs canary-padded and NaN-filled, exact copies), on odd
+Transpose: Triton's interpreter against numpy in one harness process
+(`teeny_ir.testing.kernels`: NaN-padded inputs, outputs canary-padded and
+NaN-filled, exact copies), on odd
 shapes at batch 1 and 3, every permutation of rank 3 and 4, rank 6 and the
 ranks between, the input as a batch-strided channel slice of a NaN-filled
 buffer, grids with extra programs and every num_warps in `WARPS`; the
@@ -17,14 +17,11 @@ after ``canonicalize`` on random graphs built from the patterns' shapes.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import math
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -40,25 +37,12 @@ from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowering_for
+from teeny_ir.kernels.lowering import Unlowerable
 from teeny_ir.kernels.render import render
 from teeny_ir.kernels.transpose import lowering as transpose_lowering
 from teeny_ir.kernels.transpose.contract import MAX_RANK
 from teeny_ir.testing import assert_close
-
-
-def _sibling(name: str) -> ModuleType:
-    """Load another test module by path (``tests`` is not an importable package)."""
-    spec = importlib.util.spec_from_file_location(f"_teeny_{name}", Path(__file__).with_name(name))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-copies = _sibling("test_concat_split_kernels.py")
-Case = copies.Case
+from teeny_ir.testing.kernels import Case, Results, channel_slice, lower_op, problems
 
 BLOCK = 128
 WARPS = sorted({transpose_lowering.NUM_WARPS, 1, 2, 4, 8})
@@ -82,13 +66,13 @@ def transpose_case(
     view: tuple[int, int] | None = None,
     extra: int = 0,
     num_warps: int = transpose_lowering.NUM_WARPS,
-) -> Any:
+) -> Case:
     """``y = x.transpose(perm)``; ``view`` makes ``x`` channels ``[first, first + C)``
     of a NaN-filled ``[B, total, ...]`` buffer (its batch stride ``total * plane``)."""
     x = rng.standard_normal(shape).astype(np.float32)
     x.flat[-1] = -0.0  # the sign of zero survives the copy
     y = np.ascontiguousarray(np.transpose(x, perm))
-    data, stride = copies.channel_slice(x, view)
+    data, stride = channel_slice(x, view)
     sizes = list(y.shape) + [1] * (MAX_RANK - len(shape))
     args: list[tuple[str, Any]] = [("x", data), ("y", ("output", y.size)), ("numel", x.size)]
     args += [("IMAGE_IN", math.prod(shape[1:]))]
@@ -112,9 +96,9 @@ def transpose_case(
     )
 
 
-def all_cases() -> list[Any]:
+def all_cases() -> list[Case]:
     rng = np.random.default_rng(5)
-    cases: list[Any] = []
+    cases: list[Case] = []
     for batch in (1, 3):
         for perm in itertools.permutations(range(3)):
             cases.append(transpose_case((batch, 5, 7), perm, rng))
@@ -140,7 +124,7 @@ def all_cases() -> list[Any]:
     return cases
 
 
-def mutants() -> dict[str, Any]:
+def mutants() -> dict[str, Case]:
     """Cases on mutated kernels: without the store mask, and reading the input as
     if contiguous; they show that the checks are not vacuous."""
     rng = np.random.default_rng(9)
@@ -161,15 +145,13 @@ CASES = all_cases()
 MUTANTS = mutants()
 
 
-@pytest.fixture(scope="module")
-def results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    """The cases and the mutants, in one interpreter process."""
-    return copies.run_harness([*CASES, *MUTANTS.values()], tmp_path_factory.mktemp("transpose"))
+HARNESS_CASES = [*CASES, *MUTANTS.values()]
+"""What the `results` fixture (tests/conftest.py) runs, in one interpreter process."""
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_every_case_is_a_valid_launch(case: Any) -> None:
-    validator.validate(copies.case_contract(case))
+def test_every_case_is_a_valid_launch(case: Case) -> None:
+    validator.validate(case.contract())
 
 
 def test_cases_cover_the_brief() -> None:
@@ -189,17 +171,19 @@ def test_cases_cover_the_brief() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_kernel_matches_numpy(case: Any, results: dict[str, np.ndarray]) -> None:
-    assert copies.problems(case, results) == []
+def test_kernel_matches_numpy(case: Case, results: Results) -> None:
+    assert problems(case, results) == []
 
 
-def test_the_checks_catch_mutated_kernels(results: dict[str, np.ndarray]) -> None:
+def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     """Without its store mask the tail lanes write past the output (into the
     canaries); a kernel that ignores the batch stride reads the NaN channels
     around a strided input."""
-    found = {what: copies.problems(case, results) for what, case in MUTANTS.items()}
-    assert found["no-store-mask"] == ["y: 69 canaries overwritten"]
-    assert "y: 105 elements never written or read NaN" in found["strided-input-read-contiguous"]
+    found = {what: problems(case, results) for what, case in MUTANTS.items()}
+    (store,) = found["no-store-mask"]
+    assert store.startswith("y: 69 of the 128 canaries after the view overwritten"), store
+    (read,) = found["strided-input-read-contiguous"]
+    assert read.startswith("y: 105 of 315 elements NaN or infinite where the reference is finite")
 
 
 # ---------------------------------------------------------------- lowering
@@ -309,10 +293,8 @@ def test_moving_the_dynamic_batch_is_refused() -> None:
         teeny_ir.parse_module(text)
     block = Block(arg_types=[TensorType(f32, [DYNAMIC_INDEX, 5, 7])])
     op = TransposeOp(block.args[0], [1, 0, 2], TensorType(f32, [5, DYNAMIC_INDEX, 7]))
-    rule = lowering_for(TransposeOp)
-    assert callable(rule)
     with pytest.raises(Unlowerable, match=r"moves the dynamic batch out of dimension 0.*one batch"):
-        rule(op)
+        lower_op(op)
 
 
 def test_the_validator_holds_the_strides_to_the_permutation() -> None:

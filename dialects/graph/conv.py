@@ -230,7 +230,7 @@ class Conv2dOp(ConvOptionsOp):
 
 @irdl_op_definition
 class FusedConv2dOp(ConvOptionsOp):
-    """A convolution with its per-channel epilogue, made by fuse-conv-bn-act::
+    """A convolution with its per-channel epilogue, made by fuse-epilogues::
 
         y[n, o, i, j] = act(scale[o] * conv2d(x, w)[n, o, i, j] + shift[o])
                         + residual[n, o, i, j]

@@ -1,15 +1,24 @@
 """Elementwise ops: activations (`graph.silu`, `graph.relu`, `graph.sigmoid`,
-`graph.tanh`, `graph.gelu`, `graph.leaky_relu`), broadcasting binaries
+`graph.tanh`, `graph.gelu`, `graph.leaky_relu`, `graph.hardtanh`), broadcasting binaries
 (`graph.add`, `graph.sub`, `graph.mul`, `graph.div`), `graph.bias_add`, and
 `graph.activation_grad` (the backward of the activations)."""
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, ClassVar, Self
 
-from xdsl.dialects.builtin import Float64Type, FloatAttr, StringAttr, TensorType, f32, f64
+from xdsl.dialects.builtin import (
+    DictionaryAttr,
+    Float64Type,
+    FloatAttr,
+    StringAttr,
+    TensorType,
+    f32,
+    f64,
+)
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -219,6 +228,60 @@ class LeakyReluOp(UnaryOp):
             )
 
 
+@irdl_op_definition
+class HardtanhOp(UnaryOp):
+    """Elementwise clamp, as ``torch.nn.functional.hardtanh``: ``y = min_val`` for
+    ``x < min_val``, ``max_val`` for ``x > max_val``, ``x`` otherwise (NaN stays
+    NaN). ReLU6 is ``min_val 0.0 max_val 6.0``.
+
+    ``min_val`` and ``max_val`` are optional finite f64s, -1.0 and 1.0 when
+    absent, with ``min_val <= max_val``.
+
+    %y = graph.hardtanh %x min_val 0.000000e+00 max_val 6.000000e+00 : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.hardtanh"
+
+    min_val_attr = opt_prop_def(FloatAttr[Float64Type], FloatAttr(-1.0, f64), prop_name="min_val")
+    max_val_attr = opt_prop_def(FloatAttr[Float64Type], FloatAttr(1.0, f64), prop_name="max_val")
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
+        "min_val": f64_option,
+        "max_val": f64_option,
+    }
+
+    def __init__(
+        self,
+        input: SSAValue | Operation,
+        min_val: float | None = None,
+        max_val: float | None = None,
+    ):
+        """Build a hardtanh; a bound left as None stays absent (-1.0, 1.0)."""
+        super().__init__(input)
+        for name, value in (("min_val", min_val), ("max_val", max_val)):
+            if (attr := f64_attr(value)) is not None:
+                self.properties[name] = attr
+
+    @property
+    def min_val(self) -> float:
+        return self.min_val_attr.value.data
+
+    @property
+    def max_val(self) -> float:
+        return self.max_val_attr.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not (math.isfinite(self.min_val) and math.isfinite(self.max_val)):
+            raise VerifyException(
+                f"expected finite min_val and max_val, got {self.min_val} and {self.max_val}"
+            )
+        if self.min_val > self.max_val:
+            raise VerifyException(
+                f"expected min_val <= max_val, got {self.min_val} > {self.max_val}"
+            )
+
+
 class BroadcastBinaryOp(OptionsFormatOp):
     """Shared definition of the broadcasting binaries: ``lhs``, ``rhs`` and a result
     of the shape `broadcast_shapes` gives (numpy's rules, with the batch ``?``)."""
@@ -331,10 +394,32 @@ class BiasAddOp(OptionsFormatOp):
 
 UNARY_ACTIVATIONS = tuple(entry.name for entry in pointwise.TABLE if entry.arity == 1)
 """The pointwise-table entries `ActivationGradOp` differentiates."""
+_ACTIVATION_OPTION = keyword_option("activation", UNARY_ACTIVATIONS)
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _option_attr(value: str | float) -> Attribute:
+    """An option value as `ActivationGradOp` stores it: a word or an f64."""
+    if isinstance(value, str):
+        return StringAttr(value)
+    return FloatAttr(float(value), f64)
+
+
+def _option_value(attr: Attribute) -> str | float:
+    if isinstance(attr, StringAttr):
+        return attr.data
+    assert isinstance(attr, FloatAttr), attr
+    return float(attr.value.data)
+
+
+def _parse_option_value(parser: Parser) -> Attribute:
+    """A word (an identifier or a string literal) or an f64 (`f64_option`)."""
+    word = parser.parse_optional_identifier() or parser.parse_optional_str_literal()
+    return StringAttr(word) if word is not None else f64_option(parser)
 
 
 @irdl_op_definition
-class ActivationGradOp(OptionsFormatOp):
+class ActivationGradOp(IRDLOperation):
     """The gradient of a unary pointwise op (``activation``, an entry of the
     pointwise table) at its input ``x``, given the gradient ``dy`` of its output::
 
@@ -342,11 +427,14 @@ class ActivationGradOp(OptionsFormatOp):
 
     with PyTorch's backward formulas (``threshold_backward`` for relu: the
     gradient passes where ``x > 0``; ``gelu_backward``; ``leaky_relu_backward``);
-    the derivative is the table's ``derivative``. ``approximate`` and
-    ``negative_slope`` are the forward op's options, for gelu and leaky_relu.
-    ``x``, ``dy`` and the result have one type. insert-backward makes it.
+    the derivative is the table's ``derivative``. The op carries the value of
+    every option of the entry (its ``options``: gelu's ``approximate``,
+    leaky_relu's ``negative_slope``, whatever a new entry declares), as the
+    forward op had them, written as ``keyword value`` pairs after the
+    activation: a word, or a number. ``x``, ``dy`` and the result have one
+    type. insert-backward makes it.
 
-        %dx = graph.activation_grad %x, %dy activation silu
+        %dx = graph.activation_grad %x, %dy activation leaky_relu negative_slope 2.000000e-01
             : (tensor<?x16x8x8xf32>, tensor<?x16x8x8xf32>) -> tensor<?x16x8x8xf32>
     """
 
@@ -357,33 +445,24 @@ class ActivationGradOp(OptionsFormatOp):
     result = result_def(TensorType)
 
     activation_attr = prop_def(StringAttr, prop_name="activation")
-    approximate_attr = opt_prop_def(StringAttr, prop_name="approximate")
-    negative_slope_attr = opt_prop_def(FloatAttr[Float64Type], prop_name="negative_slope")
+    options_attr = opt_prop_def(DictionaryAttr, prop_name="options")
 
     traits = traits_def(Pure())
-
-    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
-        "activation": keyword_option("activation", UNARY_ACTIVATIONS),
-        "approximate": keyword_option("approximate", GELU_APPROXIMATIONS),
-        "negative_slope": f64_option,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("activation",)
 
     def __init__(
         self,
         input: SSAValue | Operation,
         grad: SSAValue | Operation,
         activation: str,
-        *,
-        approximate: str | None = None,
-        negative_slope: float | None = None,
+        options: Mapping[str, str | float] | None = None,
     ):
-        """``approximate`` / ``negative_slope`` None stay absent (exact gelu, 0.01)."""
-        properties: dict[str, Attribute | None] = {
-            "activation": StringAttr(activation),
-            "approximate": None if approximate in (None, "none") else StringAttr(approximate),
-            "negative_slope": f64_attr(negative_slope),
-        }
+        """``options``: the value of each option of the entry ``activation`` (a
+        word or a number), as `ActivationGradOp.of` takes them from the forward op."""
+        properties: dict[str, Attribute] = {"activation": StringAttr(activation)}
+        if options:
+            properties["options"] = DictionaryAttr(
+                {name: _option_attr(value) for name, value in options.items()}
+            )
         super().__init__(
             operands=[input, grad], result_types=[value_type(input)], properties=properties
         )
@@ -394,28 +473,84 @@ class ActivationGradOp(OptionsFormatOp):
         (its input, as the backward reads it), with its options."""
         entry = pointwise.lookup(forward.name)
         assert entry is not None and entry.arity == 1, forward.name
-        options = pointwise.options_of(entry, forward)
-        return cls(
-            input,
-            grad,
-            entry.name,
-            approximate=options.get("approximate"),
-            negative_slope=options.get("negative_slope"),
-        )
+        return cls(input, grad, entry.name, pointwise.options_of(entry, forward))
 
     @property
     def activation(self) -> str:
         return self.activation_attr.data
 
-    @property
-    def approximate(self) -> str:
-        return "none" if self.approximate_attr is None else self.approximate_attr.data
+    def carried_options(self) -> dict[str, str | float]:
+        """The option values this op carries for its entry (`pointwise.options_of`
+        reads them, as it reads a forward op's properties)."""
+        if self.options_attr is None:
+            return {}
+        return {name: _option_value(attr) for name, attr in self.options_attr.data.items()}
 
-    @property
-    def negative_slope(self) -> float:
-        if self.negative_slope_attr is None:
-            return DEFAULT_NEGATIVE_SLOPE
-        return self.negative_slope_attr.value.data
+    @classmethod
+    def parse(cls, parser: Parser) -> Self:
+        operands = parser.parse_comma_separated_list(
+            parser.Delimiter.NONE, parser.parse_unresolved_operand
+        )
+        start = parser.pos
+        if parser.parse_optional_keyword("activation") is None:
+            parser.raise_error(f"expected the 'activation' option of {cls.name}", start, parser.pos)
+        activation = _ACTIVATION_OPTION(parser)
+        assert isinstance(activation, StringAttr)
+        entry = pointwise.BY_NAME[activation.data]
+        options: dict[str, Attribute] = {}
+        while True:
+            start = parser.pos
+            keyword = parser.parse_optional_identifier()
+            if keyword is None:
+                break
+            if keyword not in entry.options:
+                parser.raise_error(
+                    f"'{keyword}' is not an option of {entry.op}"
+                    + (f" (its options: {', '.join(entry.options)})" if entry.options else ""),
+                    start,
+                    parser.pos,
+                )
+            if keyword in options:
+                parser.raise_error(f"'{keyword}' is given more than once", start, parser.pos)
+            options[keyword] = _parse_option_value(parser)
+        properties: dict[str, Attribute] = {"activation": activation}
+        if options:
+            properties["options"] = DictionaryAttr(options)
+        attributes = parse_attr_dict(parser, ("activation", "options"))
+        parser.parse_punctuation(":")
+        start = parser.pos
+        signature = parser.parse_function_type()
+        values = parser.resolve_operands(operands, signature.inputs.data, start)
+        return cls.create(
+            operands=values,
+            result_types=signature.outputs.data,
+            properties=properties,
+            attributes=attributes,
+        )
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        printer.print_list(self.operands, printer.print_operand)
+        printer.print_string(f" activation {self.activation}")
+        carried = {} if self.options_attr is None else self.options_attr.data
+        entry = pointwise.BY_NAME.get(self.activation)
+        order = [*(entry.options if entry else ()), *sorted(carried)]
+        for name in dict.fromkeys(order):
+            value = carried.get(name)
+            if value is None:
+                continue
+            printer.print_string(f" {name} ")
+            if isinstance(value, FloatAttr):
+                printer.print_float(value.value.data, f64)
+            elif isinstance(value, StringAttr) and _BARE_WORD.fullmatch(value.data):
+                printer.print_string(value.data)
+            elif isinstance(value, StringAttr):
+                printer.print_string_literal(value.data)
+            else:
+                printer.print_attribute(value)
+        printer.print_op_attributes(self.attributes)
+        printer.print_string(" : ")
+        printer.print_function_type(self.operand_types, self.result_types)
 
     def verify_(self) -> None:
         if self.activation not in UNARY_ACTIVATIONS:
@@ -424,15 +559,21 @@ class ActivationGradOp(OptionsFormatOp):
                 f"({', '.join(UNARY_ACTIVATIONS)}), got '{self.activation}'"
             )
         entry = pointwise.BY_NAME[self.activation]
-        for option in ("approximate", "negative_slope"):
-            if self.properties.get(option) is not None and option not in entry.options:
-                raise VerifyException(f"'{option}' is not an option of {entry.op}")
-        if self.approximate_attr is not None and self.approximate not in GELU_APPROXIMATIONS:
-            raise VerifyException(f"expected approximate to be tanh, got '{self.approximate}'")
-        if not math.isfinite(self.negative_slope):
-            raise VerifyException(
-                f"expected negative_slope to be finite, got {self.negative_slope}"
-            )
+        carried = {} if self.options_attr is None else self.options_attr.data
+        for name in carried:
+            if name not in entry.options:
+                raise VerifyException(f"'{name}' is not an option of {entry.op}")
+        for name in entry.options:
+            value = carried.get(name)
+            if value is None:
+                raise VerifyException(
+                    f"expected the value of {entry.op}'s option '{name}' (the forward op's)"
+                )
+            if isinstance(value, FloatAttr):
+                if not math.isfinite(value.value.data):
+                    raise VerifyException(f"expected {name} to be finite, got {value.value.data}")
+            elif not (isinstance(value, StringAttr) and _BARE_WORD.fullmatch(value.data)):
+                raise VerifyException(f"expected {name} to be a word or a number, got {value}")
         check_tensor(self.input.type, "input")
         if self.grad.type != self.input.type:
             raise VerifyException(

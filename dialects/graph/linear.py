@@ -120,7 +120,7 @@ class LinearOp(OptionsFormatOp):
     shape is `infer_linear_shape`: ``input``'s with the last dimension ``out``.
     The optional ``activation`` (an epilogue entry of the pointwise table;
     absent: none) is applied after the bias, ``y = act(x @ weight^T + bias)``:
-    fuse-conv-bn-act folds a following activation (and, into a bias-less
+    fuse-epilogues folds a following activation (and, into a bias-less
     linear, a ``graph.bias_add`` of rank 2 or a ``graph.add`` of a [out]
     ``graph.param`` of any rank) into it.
 
@@ -201,7 +201,7 @@ class MatmulOp(OptionsFormatOp):
     result shape is `infer_matmul_shape`. 1-D operands are not supported. The
     optional ``bias`` [N] (static) is added along the last dimension, and the
     optional ``activation`` (an epilogue entry of the pointwise table, as for
-    `LinearOp`; absent: none) is applied after it: fuse-conv-bn-act folds a
+    `LinearOp`; absent: none) is applied after it: fuse-epilogues folds a
     following ``graph.add`` of a ``graph.param`` bias and an activation into it.
 
         %y = graph.matmul %a, %b : (tensor<?x4x8x16xf32>, tensor<4x16x5xf32>)

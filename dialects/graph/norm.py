@@ -64,7 +64,7 @@ class BatchNormOp(OptionsFormatOp):
 
         y = act((x - running_mean) / sqrt(running_var + eps) * gamma + beta)
 
-    (fuse-conv-bn-act folds an activation that follows a standalone inference
+    (fuse-epilogues folds an activation that follows a standalone inference
     batch norm into its ``activation``.)
 
     Training (``training`` present): the same formula with the batch mean and

@@ -1,6 +1,6 @@
 """The main job: the spine end to end on the bundled slice model.
 
-graph IR (slice.mlir) -> teeny-inference (split-bias, fuse-conv-bn-act,
+graph IR (slice.mlir) -> teeny-inference (split-bias, fuse-epilogues,
 select-conv-algorithm, lower-graph-to-kernel) -> emit-triton (kernels + plan)
 -> runtime (Triton's interpreter, in a process of its own) -> outputs compared
 with the numpy reference interpreter at batch 1 and 3.

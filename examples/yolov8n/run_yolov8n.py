@@ -1,6 +1,6 @@
 """The main job: YOLOv8n (examples/yolov8n) compiled and run end to end.
 
-graph IR (yolov8n.mlir) -> teeny-inference (split-bias, fuse-conv-bn-act,
+graph IR (yolov8n.mlir) -> teeny-inference (split-bias, fuse-epilogues,
 select-conv-algorithm, lower-graph-to-kernel) -> emit-triton (kernels + plan)
 -> runtime (Triton's interpreter, in a process of its own, with a progress
 display) -> outputs compared with the numpy reference interpreter at batch 1

@@ -9,7 +9,7 @@ func.func @unfused(%x: tensor<?x4x8x8xf32>) -> tensor<?x4x8x8xf32> {
   %b = graph.param "b" : tensor<4xf32>
   %m = graph.param "m" : tensor<4xf32>
   %v = graph.param "v" : tensor<4xf32>
-  // expected-error@+1 {{cannot lower 'graph.conv2d' to a kernel: convolutions lower as graph.fused_conv2d (run fuse-conv-bn-act and select-conv-algorithm first)}}
+  // expected-error@+1 {{cannot lower 'graph.conv2d' to a kernel: convolutions lower as graph.fused_conv2d (run fuse-epilogues and select-conv-algorithm first)}}
   %c = graph.conv2d %x, %w : (tensor<?x4x8x8xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x8x8xf32>
   %n = graph.batch_norm %c, %g, %b, %m, %v : (tensor<?x4x8x8xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x8x8xf32>
   %s = graph.silu %n : tensor<?x4x8x8xf32>

@@ -1,12 +1,12 @@
-// fuse-conv-bn-act folds a matmul's bias add (a [N] graph.param along the last
+// fuse-epilogues folds a matmul's bias add (a [N] graph.param along the last
 // dimension, either operand order) and activation into graph.matmul, and an
 // activation after a standalone inference batch norm into graph.batch_norm;
 // the fused ops lower to one launch each, with the bias as the matmul's shift slot.
 
-// RUN: teeny-opt %s -p fuse-conv-bn-act | filecheck %s --check-prefix=FUSE
-// RUN: teeny-opt %s -p 'fuse-conv-bn-act{mode=training}' | filecheck %s --check-prefix=TRAIN
-// RUN: teeny-opt %s -p 'fuse-conv-bn-act,lower-graph-to-kernel' | filecheck %s --check-prefix=LOWER
-// RUN: teeny-opt %s -p 'func.func(fuse-conv-bn-act)' --mlir-pass-statistics -o /dev/null 2>&1 | filecheck %s --check-prefix=STATS
+// RUN: teeny-opt %s -p fuse-epilogues | filecheck %s --check-prefix=FUSE
+// RUN: teeny-opt %s -p 'fuse-epilogues{mode=training}' | filecheck %s --check-prefix=TRAIN
+// RUN: teeny-opt %s -p 'fuse-epilogues,lower-graph-to-kernel' | filecheck %s --check-prefix=LOWER
+// RUN: teeny-opt %s -p 'func.func(fuse-epilogues)' --mlir-pass-statistics -o /dev/null 2>&1 | filecheck %s --check-prefix=STATS
 
 // FUSE-LABEL: func.func @matmul_bias_silu
 // FUSE:         %[[B:.*]] = graph.param "bias" : tensor<45xf32>
@@ -57,6 +57,6 @@ func.func @batch_norm_silu(%x: tensor<?x5x7x9xf32>) -> tensor<?x5x7x9xf32> {
 
 // The matmul and batch-norm fusions count with the conv and linear ones; the
 // graph.add of a non-param bias is the one blocked fusion.
-// STATS:      fuse-conv-bn-act
-// STATS-NEXT:   (S) 2 fusions      - Number of conv chains fused into one op
+// STATS:      fuse-epilogues
+// STATS-NEXT:   (S) 2 fusions      - Number of epilogue chains fused into one op
 // STATS-NEXT:   (S) 1 not-fused    - Number of fusions blocked (one remark each)

@@ -1,14 +1,14 @@
 // --mlir-pass-statistics: the ops each pass created, erased and modified, plus
-// the statistics a pass reports itself (fuse-conv-bn-act: fusions, not-fused).
+// the statistics a pass reports itself (fuse-epilogues: fusions, not-fused).
 
-// RUN: teeny-opt %s -p 'func.func(fuse-conv-bn-act)' --mlir-pass-statistics -o /dev/null 2>&1 | filecheck %s --match-full-lines
+// RUN: teeny-opt %s -p 'func.func(fuse-epilogues)' --mlir-pass-statistics -o /dev/null 2>&1 | filecheck %s --match-full-lines
 
 // One chain fused: the fused op created; conv2d, batch_norm, silu and the four
 // batch-norm params erased; func.return modified (it returns the fused op). The
 // silu of @shared is not fused (its conv2d result has two uses).
 // CHECK:      'func.func' Pipeline
-// CHECK-NEXT:   fuse-conv-bn-act
-// CHECK-NEXT:     (S) 1 fusions      - Number of conv chains fused into one op
+// CHECK-NEXT:   fuse-epilogues
+// CHECK-NEXT:     (S) 1 fusions      - Number of epilogue chains fused into one op
 // CHECK-NEXT:     (S) 1 not-fused    - Number of fusions blocked (one remark each)
 // CHECK-NEXT:     (S) 1 ops-created  - Number of operations created
 // CHECK-NEXT:     (S) 7 ops-erased   - Number of operations erased

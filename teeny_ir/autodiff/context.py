@@ -8,18 +8,19 @@ before each rule runs), and applies the one save/recompute policy
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeVar
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, UnitAttr, f32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from dialects.graph.constant import ConstantOp
-from dialects.graph.elementwise import AddOp, DivOp, MulOp, SubOp
+from dialects.graph.elementwise import ActivationGradOp, AddOp, DivOp, MulOp, SubOp
 from dialects.graph.reduce import ReduceSumOp
 from dialects.graph.structure import ReshapeOp
 from teeny_ir.autodiff import policy
-from teeny_ir.autodiff.registry import per_sample_bytes
+from teeny_ir.core import pointwise
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import LocationAttr
@@ -27,6 +28,15 @@ if TYPE_CHECKING:
 OpT = TypeVar("OpT", bound=Operation)
 BACKWARD_ATTR = "teeny.backward"
 """The discardable attribute on every op the backward adds."""
+
+
+def per_sample_bytes(type_: TensorType) -> int:
+    """Bytes of one sample of an f32 tensor: its image for a batched (``?``) one,
+    all of it for a static one."""
+    shape = type_.get_shape()
+    if shape and shape[0] == DYNAMIC_INDEX:
+        return 4 * math.prod(shape[1:])
+    return 4 * math.prod(shape)
 
 
 class VjpContext:
@@ -97,6 +107,27 @@ class VjpContext:
 
     def div(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         return self.emit(DivOp(lhs, rhs)).result
+
+    def activation_grad(
+        self,
+        x: SSAValue,
+        grad: SSAValue,
+        activation: str,
+        options: Mapping[str, Any] | None = None,
+    ) -> SSAValue:
+        """``activation'(x) * grad`` for the unary pointwise entry ``activation``
+        (with its option values), as one `graph.activation_grad`; raises
+        `VjpError` when the entry has no derivative, so insert-backward names
+        the entry at the op being differentiated."""
+        from teeny_ir.autodiff.registry import VjpError
+
+        entry = pointwise.BY_NAME.get(activation)
+        if entry is None or entry.derivative is None or entry.derivative_triton is None:
+            raise VjpError(
+                f"the pointwise table has no derivative for '{activation}' "
+                "(its entry needs derivative and derivative_triton)"
+            )
+        return self.emit(ActivationGradOp(x, grad, activation, options)).result
 
     def constant(self, value: float, shape: Sequence[int] = ()) -> SSAValue:
         """A static f32 constant filled with ``value``."""

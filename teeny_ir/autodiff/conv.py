@@ -4,7 +4,7 @@ With ``dy`` the gradient of the output (PyTorch's ``convolution_backward``):
 the input gradient is `Conv2dBackwardDataOp` (a transposed convolution), the
 weight gradient `Conv2dBackwardWeightOp` and the bias gradient ``dy`` summed
 over N, H and W. A fused convolution is differentiated in the form
-fuse-conv-bn-act makes in training mode - scale ``fill(1.0)``, shift
+fuse-epilogues makes in training mode - scale ``fill(1.0)``, shift
 ``identity(bias)`` or ``fill(0.0)`` -: its pre-activation is recomputed with an
 unfused `Conv2dOp` (and `BiasAddOp`), the activation's derivative applied with
 `ActivationGradOp`, and the bias gradient reported with `VjpContext.param_grad`
@@ -25,10 +25,8 @@ from dialects.graph.conv import (
     ConvOptionsOp,
     FusedConv2dOp,
 )
-from dialects.graph.elementwise import ActivationGradOp
 from dialects.graph.reduce import ReduceSumOp
 from teeny_ir.autodiff.context import VjpContext
-from teeny_ir.autodiff.linear import OUTPUT_DERIVATIVES
 from teeny_ir.autodiff.registry import VjpError, not_differentiable, vjp
 from teeny_ir.core import pointwise
 from teeny_ir.core.derivations import Derivation
@@ -125,10 +123,10 @@ def _fused_conv2d(
     if g is None:
         return [None] * len(op.operands)
     dz = g
-    if op.activation in OUTPUT_DERIVATIVES and op.residual is None:
+    if pointwise.derivative_at_output(op.activation) and op.residual is None:
         # relu'(z) = [z > 0] = [relu(z) > 0]: the kept output serves (a residual,
         # added after the activation, would hide it).
-        dz = ctx.emit(ActivationGradOp(ctx.value(op.result), g, op.activation)).result
+        dz = ctx.activation_grad(ctx.value(op.result), g, op.activation)
     if op.activation != pointwise.NO_ACTIVATION and dz is g:
         # The pre-activation, recomputed as the same fused convolution (its
         # algorithm and tiles kept) without the activation and the residual:
@@ -141,7 +139,7 @@ def _fused_conv2d(
             attributes=dict(op.attributes),
         )
         z = ctx.emit(pre).results[0]
-        dz = ctx.emit(ActivationGradOp(z, g, op.activation)).result
+        dz = ctx.activation_grad(z, g, op.activation)
     dx, dw = _input_and_weight_grads(ctx, op, op.input, op.weight, dz)
     if bias is not None:
         ctx.param_grad(bias, _channel_sum(ctx, dz))

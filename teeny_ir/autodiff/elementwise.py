@@ -14,7 +14,7 @@ from xdsl.ir import Operation, SSAValue
 from dialects.graph.elementwise import ActivationGradOp, BiasAddOp
 from dialects.graph.reduce import ReduceSumOp
 from teeny_ir.autodiff.context import VjpContext
-from teeny_ir.autodiff.registry import not_differentiable, pointwise_vjp, vjp
+from teeny_ir.autodiff.registry import VjpError, not_differentiable, pointwise_vjp, vjp
 from teeny_ir.core import pointwise
 
 
@@ -33,10 +33,12 @@ def _pointwise(
     entry = pointwise.lookup(op.name)
     assert entry is not None
     if entry.arity == 1:
-        return [ctx.emit(ActivationGradOp.of(op, g, ctx.value(op.operands[0]))).result]
-    assert entry.vjp is not None
+        x = ctx.value(op.operands[0])
+        return [ctx.activation_grad(x, g, entry.name, pointwise.options_of(entry, op))]
+    if entry.vjp is None:
+        raise VjpError(f"the pointwise table has no vjp for '{op.name}'")
     x, y = (ctx.value(v) for v in op.operands)
-    out = ctx.value(op.results[0]) if op.name == "graph.div" else op.results[0]
+    out = ctx.value(op.results[0]) if entry.vjp_reads_output else op.results[0]
     dx, dy = entry.vjp(ctx, x, y, out, g)
     return [
         ctx.unbroadcast(dx, _type(op.operands[0])),

@@ -24,18 +24,12 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, f32
 from xdsl.ir import Operation, SSAValue
 
 from dialects.graph.conv import Conv2dBackwardWeightOp
-from dialects.graph.elementwise import ActivationGradOp
 from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.reduce import ReduceSumOp
 from dialects.graph.structure import TransposeOp
 from teeny_ir.autodiff.context import VjpContext
 from teeny_ir.autodiff.registry import vjp
 from teeny_ir.core import pointwise
-
-OUTPUT_DERIVATIVES = ("relu",)
-"""Epilogue activations whose derivative at the pre-activation equals the same
-derivative at the output (``[z > 0] = [relu(z) > 0]``, NaN included): their
-gradient reads the op's kept output instead of recomputing the product."""
 
 
 def _type(value: SSAValue) -> TensorType:
@@ -70,11 +64,11 @@ def _pre_activation_grad(
     op ``recompute``, emitted here); ``g`` itself when there is no activation."""
     if op.activation == pointwise.NO_ACTIVATION:
         return g
-    if op.activation in OUTPUT_DERIVATIVES:
+    if pointwise.derivative_at_output(op.activation):
         # relu'(z) = [z > 0] = [relu(z) > 0]: the kept output serves, no recompute.
-        return ctx.emit(ActivationGradOp(ctx.value(op.results[0]), g, op.activation)).result
+        return ctx.activation_grad(ctx.value(op.results[0]), g, op.activation)
     z = ctx.emit(recompute).results[0]
-    return ctx.emit(ActivationGradOp(z, g, op.activation)).result
+    return ctx.activation_grad(z, g, op.activation)
 
 
 def _bias_grad(ctx: VjpContext, dz: SSAValue) -> SSAValue:

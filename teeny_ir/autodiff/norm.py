@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from xdsl.dialects.builtin import TensorType
 from xdsl.ir import SSAValue
 
-from dialects.graph.elementwise import ActivationGradOp
 from dialects.graph.norm import BatchNormBackwardOp, BatchNormOp
 from dialects.graph.reduce import ReduceSumOp
 from teeny_ir.autodiff.context import VjpContext
@@ -67,7 +66,7 @@ def _inference(ctx: VjpContext, op: BatchNormOp, grad: SSAValue) -> list[SSAValu
     channels = input_type.get_shape()[1]
     if op.activation != pointwise.NO_ACTIVATION:
         pre = ctx.emit(BatchNormOp(x, gamma, beta, mean, var, eps=eps)).result
-        grad = ctx.emit(ActivationGradOp(pre, grad, op.activation)).result
+        grad = ctx.activation_grad(pre, grad, op.activation)
     zeros = ctx.constant(0.0, [channels])
     input_grad = ctx.emit(BatchNormOp(grad, gamma, zeros, zeros, var, eps=eps)).result
     xhat = ctx.emit(BatchNormOp(x, ctx.constant(1.0, [channels]), zeros, mean, var, eps=eps))

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from teeny_ir.core.expressions import BinOp, ExpressionError, Num, Sym, parse
+from teeny_ir.core.symbols import BATCH
 from teeny_ir.kernels.families import FAMILIES
 
 if TYPE_CHECKING:
@@ -48,7 +49,6 @@ lifetime, a local search over the greedy order (`search`), one after another;
 only orders no larger, so it is never worse than either greedy order."""
 CHOICES = ("best", *STRATEGIES)
 BYTES = {"f32": 4, "i64": 8}
-BATCH = "B"
 
 
 class MemoryPlanError(ValueError):

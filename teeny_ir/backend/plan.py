@@ -6,6 +6,8 @@ semantics before anything runs: known families, arguments matching each
 family's ABI, tensor references of the right kind, expressions of the shape
 grammar over ``B`` only (so a grid string is data, never code), derivations
 that fit the weight table, and kernel files inside DIR whose sha256 matches.
+Every file of DIR is read by `teeny_ir.backend.kernel_files.read_regular`: a
+FIFO, a device or an oversized file is a `PlanError` naming it, never a hang.
 
 Only the standard library, jsonschema and teeny_ir's utility modules are
 imported: no numpy, no triton.
@@ -22,8 +24,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from teeny_ir.backend import memory
+from teeny_ir.backend.kernel_files import (
+    CUBIN_BYTES,
+    KERNEL_SOURCE_BYTES,
+    PLAN_JSON_BYTES,
+    read_regular,
+)
 from teeny_ir.core.derivations import KINDS, Derivation, DerivationError
 from teeny_ir.core.expressions import ExpressionError, parse, symbols
+from teeny_ir.core.symbols import BATCH as BATCH  # the runtime reads it from here
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.contract import MAX_NUM_WARPS, KernelFamily, element_type_of
 from teeny_ir.kernels.families import FAMILIES
@@ -43,8 +52,6 @@ family's status outputs (`KernelFamily.status_checks`) are checked after the run
 6: the memory plan: each buffer's ``offset`` (bytes, an expression of ``B``) in
 one ``arena`` of the plan (an expression of ``B``), placed by the ``memory``
 strategy (`teeny_ir.backend.memory`)."""
-BATCH = "B"
-"""The only symbol plan expressions may use: the batch size."""
 
 _NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}
@@ -456,8 +463,9 @@ def write_plan(directory: str | Path, plan: Plan) -> None:
     Path(directory, "plan.json").write_text(plan_text(plan), encoding="utf-8")
 
 
-def sha256_of(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def sha256_of(path: str | Path, limit: int = CUBIN_BYTES) -> str:
+    """The sha256 of a regular file of at most ``limit`` bytes (raises OSError)."""
+    return hashlib.sha256(read_regular(path, limit)).hexdigest()
 
 
 def load_plan(directory: str | Path) -> Plan:
@@ -466,7 +474,7 @@ def load_plan(directory: str | Path) -> Plan:
 
     root = Path(directory)
     try:
-        text = (root / "plan.json").read_text(encoding="utf-8")
+        text = read_regular(root / "plan.json", PLAN_JSON_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise PlanError(
             f"cannot read '{root / 'plan.json'}': {getattr(err, 'strerror', None) or err}"
@@ -791,14 +799,17 @@ def _check_kernel(kernel: KernelSpec, root: Path) -> None:
         validator.check_constexprs(family, kernel.constexprs)
     except validator.ContractError as err:
         raise PlanError(f"kernel '{kernel.name}': {err}") from None
-    _check_file(root, kernel.file, kernel.source_sha256, f"kernel '{kernel.name}' file")
-    _check_rendering(root, kernel, family)
+    source = _check_file(
+        root, kernel.file, kernel.source_sha256, f"kernel '{kernel.name}' file", KERNEL_SOURCE_BYTES
+    )
+    _check_rendering(root, kernel, family, source)
     for compiled in kernel.compiled:
         _check_file(
             root,
             compiled.cubin,
             compiled.cubin_sha256,
             f"kernel '{kernel.name}' sm{compiled.arch} cubin",
+            CUBIN_BYTES,
         )
 
 
@@ -852,10 +863,11 @@ def check_at_batch(plan: Plan, batch: int) -> None:
             raise PlanError(f"launch {index} ('{launch.kernel}'): {err}") from None
 
 
-def _check_rendering(root: Path, kernel: KernelSpec, family: KernelFamily) -> None:
-    """The kernel file is a regular file holding exactly what rendering the
-    family's source with the kernel's constexprs gives (a hash alone could be
-    recomputed by whoever edited the file)."""
+def _check_rendering(root: Path, kernel: KernelSpec, family: KernelFamily, source: bytes) -> None:
+    """The kernel file is a regular file (no symlink) and ``source``, what it
+    holds, is exactly what rendering the family's source with the kernel's
+    constexprs gives (a hash alone could be recomputed by whoever edited the
+    file)."""
     path = root / kernel.file
     if path.is_symlink() or not path.is_file():
         raise PlanError(f"kernel '{kernel.name}' file '{kernel.file}' is not a regular file")
@@ -863,14 +875,16 @@ def _check_rendering(root: Path, kernel: KernelSpec, family: KernelFamily) -> No
         expected = render(family, kernel.name, kernel.constexprs, kernel.precision).encode("utf-8")
     except RenderError as err:
         raise PlanError(f"kernel '{kernel.name}' cannot be rendered: {err}") from None
-    if path.read_bytes() != expected:
+    if source != expected:
         raise PlanError(
             f"kernel '{kernel.name}' file '{kernel.file}' differs from the rendering of "
             f"family '{family.name}' with its constexprs (edited, or from another teeny_ir)"
         )
 
 
-def _check_file(root: Path, relative: str, sha256: str, what: str) -> None:
+def _check_file(root: Path, relative: str, sha256: str, what: str, limit: int) -> bytes:
+    """The bytes of the file at ``relative`` inside ``root``, a regular file of
+    at most ``limit`` bytes whose sha256 is ``sha256``."""
     path = PurePosixPath(relative)
     if path.is_absolute() or ".." in path.parts or "\\" in relative or "\0" in relative:
         raise PlanError(f"{what} '{relative}' must be a relative path inside the plan directory")
@@ -878,11 +892,13 @@ def _check_file(root: Path, relative: str, sha256: str, what: str) -> None:
     if not resolved.is_relative_to(root.resolve()):
         raise PlanError(f"{what} '{relative}' resolves outside the plan directory")
     try:
-        actual = sha256_of(resolved)
+        data = read_regular(resolved, limit)
     except OSError as err:
         raise PlanError(f"{what} '{relative}' cannot be read: {err.strerror or err}") from None
+    actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         raise PlanError(f"{what} '{relative}' has sha256 {actual}, but the plan records {sha256}")
+    return data
 
 
 def _check_expr(text: str, what: str) -> bool:

@@ -6,11 +6,14 @@ Grammar (parsed, never ``eval``-ed)::
     term   ::= factor ('*' factor)*
     factor ::= INT | SYMBOL | FUNC '(' expr ',' expr ')' | '(' expr ')'
     FUNC   ::= 'cdiv' | 'floordiv' | 'min' | 'max'
+    INT    ::= [0-9]+
     SYMBOL ::= [A-Za-z_][A-Za-z0-9_]*   (not a FUNC name)
 
 Symbols are shape symbols (``B``, the batch) or, inside a kernel family's tile
 model, constexpr names. A call of anything but the four functions is an error,
-as is any other character: the plan's grid strings are data, not code.
+as is any other character: the plan's grid strings are data, not code. Digits
+and letters are ASCII only: an Arabic-Indic ``٣`` or a fullwidth digit is an
+unexpected character, not a number.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 FUNCTIONS = ("cdiv", "floordiv", "min", "max")
-_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
+_TOKEN = re.compile(r"\s*(?:([0-9]+)|([A-Za-z_][A-Za-z0-9_]*)|(.))")
+"""``[0-9]``, not ``\\d``: ``\\d`` matches every Unicode decimal digit, and ``int``
+reads them all (``int("٣") == 3``)."""
 _MAX_LENGTH = 1000
 
 

@@ -16,10 +16,19 @@ Each `Pointwise` entry gives, for the graph op it is keyed by (``graph.<name>``)
   ``graph.activation_grad``; a binary op's gradients as graph ops;
 - ``derivative_triton`` (unary): that derivative as a Triton expression over ``x``
   (a function of the options where the entry has any), which the
-  ``activation_grad`` family renders into its ``derivative`` slot.
+  ``activation_grad`` family renders into its ``derivative`` slot;
+- ``derivative_at_output`` (unary) and ``vjp_reads_output`` (binary): what the
+  backward reads besides the operands (below).
+
+Options travel with the entry: every reader takes them with `options_of` from the
+op (a forward op's properties, or the values `graph.activation_grad` carries for
+the op it differentiates), so an entry with options of its own needs no other edit.
+`check_table` lists what is wrong with the entries (the conventions test asserts it
+lists nothing); an entry without a backward still runs forward, and training
+through it is a located error naming the entry.
 
 Who reads it: the reference interpreter (semantics of every entry's op and of the
-fused convolution's epilogue), fuse-conv-bn-act (which ops it absorbs), the fused
+fused convolution's epilogue), fuse-epilogues (which ops it absorbs), the fused
 convolution's verifier (which activations exist), the ``elementwise`` kernel
 family (its ``OP``) and every epilogue-carrying template (its ``ACTIVATION``),
 both rendered from ``triton``. Kernel IR names an entry by `spell` (its ``name``, plus
@@ -30,7 +39,8 @@ its option values); nothing assigns integer codes. Adding a pointwise op is its 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -39,6 +49,11 @@ Semantics = Callable[..., Any]
 """``(np, *operands, **options) -> array``: float64 in, float64 out."""
 NO_ACTIVATION = "none"
 """The epilogue value of a GEMM that applies no activation."""
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""A word option value: ASCII only, since it reaches kernel IR and emitted code."""
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A number option value as `repr` writes a finite float (ASCII digits only:
+``float()`` alone would also read ``'٣'`` and ``'1_0'``)."""
 BinaryVjp = Callable[[Any, Any, Any, Any, Any], tuple[Any, Any]]
 """``(builder, x, y, out, g) -> (dx, dy)`` over SSA values (see `Pointwise.vjp`)."""
 
@@ -69,6 +84,14 @@ class Pointwise:
     ``triton``), rendered into the ``activation_grad`` family's kernel. No
     intermediate overflows or is an invalid operation where the derivative is
     an ordinary number."""
+    derivative_at_output: bool = False
+    """Unary entries whose derivative is the same function of the output as of
+    the input (relu: ``[x > 0] = [relu(x) > 0]``, NaN included): a backward may
+    evaluate it on the kept output instead of recomputing the input (a fused
+    product's pre-activation)."""
+    vjp_reads_output: bool = False
+    """Binary entries whose ``vjp`` reads ``out`` (div: ``-(g / y) * out``), so the
+    backward must keep or recompute the op's result; the others get it unread."""
 
     @property
     def name(self) -> str:
@@ -193,6 +216,16 @@ def _leaky_relu_triton(options: Mapping[str, Any]) -> str:
     return f"tl.where(x >= 0, x, {slope!r} * tl.where(x >= 0, 0.0, x))"
 
 
+def _hardtanh_triton(options: Mapping[str, Any]) -> str:
+    low, high = float(options["min_val"]), float(options["max_val"])
+    return f"tl.where(x < {low!r}, {low!r}, tl.where(x > {high!r}, {high!r}, x))"
+
+
+def _hardtanh_derivative_triton(options: Mapping[str, Any]) -> str:
+    low, high = float(options["min_val"]), float(options["max_val"])
+    return f"tl.where((x <= {low!r}) | (x >= {high!r}), 0.0, 1.0)"
+
+
 TABLE: tuple[Pointwise, ...] = (
     Pointwise(
         "graph.silu",
@@ -213,6 +246,7 @@ TABLE: tuple[Pointwise, ...] = (
         True,
         derivative=lambda np, x: np.where(x > 0, 1.0, 0.0),
         derivative_triton="tl.where(x > 0, 1.0, 0.0)",
+        derivative_at_output=True,
     ),
     Pointwise(
         "graph.sigmoid",
@@ -251,6 +285,21 @@ TABLE: tuple[Pointwise, ...] = (
         derivative=lambda np, x, negative_slope: np.where(x > 0, 1.0, negative_slope),
         derivative_triton=_leaky_relu_derivative_triton,
     ),
+    # PyTorch's hardtanh keeps NaN, and its backward passes the gradient unless
+    # x <= min_val or x >= max_val (so NaN passes it too).
+    Pointwise(
+        "graph.hardtanh",
+        1,
+        lambda np, x, min_val, max_val: np.where(
+            x < min_val, min_val, np.where(x > max_val, max_val, x)
+        ),
+        _hardtanh_triton,
+        options=("min_val", "max_val"),
+        derivative=lambda np, x, min_val, max_val: np.where(
+            (x <= min_val) | (x >= max_val), 0.0, 1.0
+        ),
+        derivative_triton=_hardtanh_derivative_triton,
+    ),
     Pointwise("graph.add", 2, lambda np, x, y: x + y, "x + y", vjp=lambda b, x, y, o, g: (g, g)),
     Pointwise(
         "graph.sub", 2, lambda np, x, y: x - y, "x - y", vjp=lambda b, x, y, o, g: (g, b.neg(g))
@@ -262,7 +311,7 @@ TABLE: tuple[Pointwise, ...] = (
         "x * y",
         vjp=lambda b, x, y, o, g: (b.mul(g, y), b.mul(g, x)),
     ),
-    Pointwise("graph.div", 2, _divide, "x / y", vjp=_div_vjp),
+    Pointwise("graph.div", 2, _divide, "x / y", vjp=_div_vjp, vjp_reads_output=True),
 )
 
 BY_OP: dict[str, Pointwise] = {entry.op: entry for entry in TABLE}
@@ -281,8 +330,21 @@ def lookup(op_name: str) -> Pointwise | None:
     return BY_OP.get(op_name)
 
 
+def derivative_at_output(name: str) -> bool:
+    """Whether the entry named ``name`` (an epilogue's activation; ``none`` is not
+    one) may take its derivative at the output (`Pointwise.derivative_at_output`)."""
+    entry = BY_NAME.get(name)
+    return entry is not None and entry.derivative_at_output
+
+
 def options_of(entry: Pointwise, op: object) -> dict[str, Any]:
-    """The option values ``entry`` reads from ``op`` (its properties, by name)."""
+    """The option values of ``entry`` on ``op``: the values ``op`` carries for the
+    entry it stands for (``carried_options()``: `graph.activation_grad`), else the
+    properties of that name on ``op`` (the entry's own graph op)."""
+    carried = getattr(op, "carried_options", None)
+    if callable(carried):
+        values: dict[str, Any] = carried()
+        return {name: values[name] for name in entry.options}
     return {name: getattr(op, name) for name in entry.options}
 
 
@@ -296,7 +358,7 @@ def spell(entry: Pointwise, options: Mapping[str, Any]) -> str:
 
 
 def _option_text(value: Any) -> str:
-    if isinstance(value, str) and value.isidentifier():
+    if isinstance(value, str) and _WORD.fullmatch(value):
         return value
     if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
         return repr(float(value))
@@ -326,33 +388,50 @@ def parse_spelling(text: str) -> tuple[Pointwise, dict[str, Any]]:
 
 
 def _parse_option(text: str) -> Any:
-    if text.isidentifier():
+    if _WORD.fullmatch(text):
         return text
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"option value '{text}' is neither a word nor a number") from None
+    if not _NUMBER.fullmatch(text):
+        raise ValueError(f"option value '{text}' is neither a word nor a number")
+    value = float(text)
     if not math.isfinite(value):
         raise ValueError(f"option value '{text}' is not finite")
     return value
 
 
-def _check_table() -> None:
-    for entry in TABLE:
-        if entry.arity not in (1, 2):
-            raise ValueError(f"pointwise '{entry.op}' has arity {entry.arity}, not 1 or 2")
-        if entry.epilogue and (entry.arity != 1 or entry.options):
-            raise ValueError(f"pointwise '{entry.op}': only unary ops without options fuse")
-        if (entry.derivative is None) != (entry.arity != 1) or (entry.vjp is None) != (
-            entry.arity != 2
-        ):
-            raise ValueError(f"pointwise '{entry.op}' needs a derivative (unary) or a vjp (binary)")
-        if (entry.derivative_triton is None) != (entry.arity != 1):
-            raise ValueError(f"pointwise '{entry.op}': a unary op needs a derivative_triton")
+def check_table(table: Sequence[Pointwise] = TABLE) -> list[str]:
+    """What is wrong with the entries of ``table``, one line per problem naming the
+    entry; empty for a sound table. Run by the conventions test, never at import:
+    a bad entry is a named test failure, not a crash of every tool."""
+    problems: list[str] = []
+    seen: set[str] = set()
+    for entry in table:
+        where = f"pointwise entry '{entry.op}'"
         if not entry.op.startswith("graph.") or not entry.name.isidentifier():
-            raise ValueError(f"pointwise '{entry.op}' is not named graph.<identifier>")
-    if len(BY_OP) != len(TABLE) or NO_ACTIVATION in BY_NAME:
-        raise ValueError("pointwise entries must have distinct names other than 'none'")
-
-
-_check_table()
+            problems.append(f"{where} is not named graph.<identifier>")
+        if entry.name in seen or entry.name == NO_ACTIVATION:
+            problems.append(f"{where}: names must be distinct and not '{NO_ACTIVATION}'")
+        seen.add(entry.name)
+        if entry.arity not in (1, 2):
+            problems.append(f"{where} has arity {entry.arity}, not 1 or 2")
+        if entry.epilogue and (entry.arity != 1 or entry.options):
+            problems.append(f"{where}: only unary ops without options may ride in an epilogue")
+        if entry.arity == 1:
+            if entry.derivative is None or entry.derivative_triton is None:
+                problems.append(
+                    f"{where} needs a derivative and a derivative_triton (its backward)"
+                )
+            if entry.vjp is not None or entry.vjp_reads_output:
+                problems.append(f"{where}: vjp and vjp_reads_output are for binary ops")
+        if entry.arity == 2:
+            if entry.vjp is None:
+                problems.append(f"{where} needs a vjp (its backward)")
+            if entry.derivative is not None or entry.derivative_triton is not None:
+                problems.append(f"{where}: derivative and derivative_triton are for unary ops")
+            if entry.derivative_at_output:
+                problems.append(f"{where}: derivative_at_output is for unary ops")
+        for option in entry.options:
+            if not option.isidentifier() or option == "activation":
+                problems.append(
+                    f"{where}: option '{option}' is not an identifier other than 'activation'"
+                )
+    return problems

@@ -186,6 +186,8 @@ def _pass_listing() -> str:
             lines.append(
                 f"  {'':<24}   {info.name}={info.type_text()}{_default_text(info.default)}"
             )
+        for alias in pass_registry.aliases_of(name):
+            lines.append(f"  {'':<24} alias: {alias} (an old name, still accepted)")
     lines.append("named pipelines:")
     for named in pipelines.PIPELINES.values():
         lines.append(f"  {named.name:<24} {named.summary}")
@@ -384,7 +386,7 @@ def _pass_names(values: list[str] | None, flag: str) -> frozenset[str]:
                     f"{flag}: unknown pass '{name}' (valid: {', '.join(known)})"
                     + did_you_mean(name, known)
                 )
-            names.add(name)
+            names.add(pass_registry.canonical_name(name))  # the IR printer sees pass names
     return frozenset(names)
 
 

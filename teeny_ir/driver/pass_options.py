@@ -156,6 +156,8 @@ def _scalar(tp: Any, text: str) -> Any:
             raise ValueError("expected an integer")
         return int(text, 0)
     if tp is float:
+        if not text.isascii():  # float() reads any Unicode digit: float("٣") == 3.0
+            raise ValueError("expected a number")
         try:
             return float(text)
         except ValueError:

@@ -4,6 +4,12 @@ Loading a pass class imports its module, so nothing here imports a pass until
 a pipeline names it (or `--list-passes` asks for every summary). Each pass
 declares the ops it may be anchored on with a class attribute ``anchors``;
 foreign passes (xDSL's) get theirs from their entry.
+
+A renamed pass keeps its old name as an alias (`ALIASES`): `lookup` resolves
+it, so pipelines, lit tests and ``--mlir-print-ir-*`` flags written with the
+old name still run the pass, which prints, dumps and reports statistics under
+its own name. `names` lists passes only; ``--list-passes`` (and ``--help``)
+show each alias next to the pass it names.
 """
 
 from __future__ import annotations
@@ -93,7 +99,7 @@ _PASSES: dict[str, PassEntry] = {
         ),
         PassEntry("dce", _dce, MODULE_AND_FUNCTION, "remove dead side-effect-free ops (xDSL)"),
         PassEntry("split-bias", _teeny("split_bias", "SplitBiasPass")),
-        PassEntry("fuse-conv-bn-act", _teeny("fuse_conv_bn_act", "FuseConvBnActPass")),
+        PassEntry("fuse-epilogues", _teeny("fuse_epilogues", "FuseEpiloguesPass")),
         PassEntry(
             "select-conv-algorithm", _teeny("select_conv_algorithm", "SelectConvAlgorithmPass")
         ),
@@ -109,17 +115,38 @@ _PASSES: dict[str, PassEntry] = {
 }
 
 
+ALIASES: dict[str, str] = {
+    "fuse-conv-bn-act": "fuse-epilogues",  # renamed: it fuses linear, matmul and norm chains too
+}
+"""Old pass name -> the registered pass it names now. An alias is never a pass
+name of its own; tests/test_conventions.py checks that each names a registered
+pass and has a lit test running it (``lit_tests/passes/<alias>.mlir``)."""
+
+
+def canonical_name(name: str) -> str:
+    """The registered pass name ``name`` stands for: itself, or what its alias names."""
+    return ALIASES.get(name, name)
+
+
 def lookup(name: str) -> PassEntry | None:
-    return _PASSES.get(name)
+    """The entry of a pass, by its name or an alias of it (None if neither)."""
+    return _PASSES.get(canonical_name(name))
 
 
 def names() -> list[str]:
-    """Every registered pass name, sorted."""
+    """Every registered pass name, sorted (aliases are not pass names: `ALIASES`)."""
     return sorted(_PASSES)
+
+
+def aliases_of(name: str) -> list[str]:
+    """The aliases of the pass ``name``, sorted."""
+    return sorted(alias for alias, target in ALIASES.items() if target == name)
 
 
 def register(entry: PassEntry) -> None:
     """Add a pass (used by tests for passes that must never be listed)."""
+    if entry.name in ALIASES:
+        raise ValueError(f"'{entry.name}' is an alias of pass '{ALIASES[entry.name]}'")
     if entry.name in _PASSES:
         raise ValueError(f"pass '{entry.name}' is already registered")
     _PASSES[entry.name] = entry

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from teeny_ir.driver.pass_options import OptionError, _convert, _type_text, did_you_mean
 from teeny_ir.driver.pipeline_syntax import NestedSpec, OptionValue, PassSpec, parse_any
-from teeny_ir.kernels.conv_algorithms import TileProfile
+from teeny_ir.kernels.tiles import TileProfile
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ PIPELINES: dict[str, NamedPipeline] = {
             "inference lowering: split biases, fold Conv+BN+activation, pick conv "
             "algorithms and tiles (option profile=gpu|interpreter, default gpu, for "
             "select-conv-algorithm), lower to kernel ops (emission stays explicit)",
-            "builtin.module(split-bias,fuse-conv-bn-act{mode=inference},"
+            "builtin.module(split-bias,fuse-epilogues{mode=inference},"
             "select-conv-algorithm,lower-graph-to-kernel)",
             (PROFILE,),
         ),
@@ -178,7 +178,7 @@ PIPELINES: dict[str, NamedPipeline] = {
             "fused (mode=training), conv algorithms picked, the backward inserted, the "
             "optimizer step appended and everything lowered to kernel ops (options: "
             "optimizer=sgd|adamw, lr, momentum, weight-decay, betas, eps, decay-all, profile)",
-            "builtin.module(train-mode,split-bias,fuse-conv-bn-act{mode=training},"
+            "builtin.module(train-mode,split-bias,fuse-epilogues{mode=training},"
             "select-conv-algorithm,insert-backward,apply-optimizer,lower-graph-to-kernel)",
             TRAINING_OPTIONS,
         ),

@@ -143,7 +143,8 @@ def read_steps(path: str) -> int:
     except (OSError, SafetensorError, ValueError) as err:
         raise RuntimeInputError(f"cannot read checkpoint '{path}': {err}") from None
     text = metadata.get(STEPS_KEY)
-    if text is None or not text.isdigit():
+    # isascii: isdigit() holds for any Unicode digit, which int() may not read ("²").
+    if text is None or not (text.isascii() and text.isdigit()):
         raise RuntimeInputError(
             f"'{path}' is not a teeny-train checkpoint (no '{STEPS_KEY}' step count in its "
             "metadata); start from it with --weights instead"

@@ -47,6 +47,7 @@ from dialects.graph.elementwise import (
     BiasAddOp,
     DivOp,
     GeluOp,
+    HardtanhOp,
     LeakyReluOp,
     MulOp,
     ReluOp,
@@ -333,6 +334,12 @@ class GraphBuilder:
     def gelu(self, input: Value, approximate: str = "none") -> Value:
         """`graph.gelu`; ``approximate`` is "none" (exact, erf) or "tanh"."""
         return self._add(GeluOp, input, approximate).result
+
+    def hardtanh(
+        self, input: Value, min_val: float | None = None, max_val: float | None = None
+    ) -> Value:
+        """`graph.hardtanh` (bounds default -1.0 and 1.0; ReLU6 is 0.0 and 6.0)."""
+        return self._add(HardtanhOp, input, min_val, max_val).result
 
     def leaky_relu(self, input: Value, negative_slope: float | None = None) -> Value:
         """`graph.leaky_relu` (``negative_slope`` default 0.01)."""

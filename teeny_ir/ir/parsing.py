@@ -180,6 +180,17 @@ class _HardenedLexer(MLIRLexer):
             return Token(MLIRTokenKind.STRING_LIT, token.span)
         return token
 
+    def _lex_number(self, start_pos: int) -> MLIRToken:
+        # MLIRLexer starts a number at any character that str.isnumeric() takes and
+        # int() then reads ("tensor<\u0663xf32>" would be tensor<3xf32>); MLIR's
+        # numbers are ASCII digits.
+        first = self.input.at(start_pos)
+        if first is None or first not in "0123456789":
+            raise ParseError(
+                Span(start_pos, start_pos + 1, self.input), f"Unexpected character: {first}"
+            )
+        return super()._lex_number(start_pos)
+
 
 class _HexLiteralElement(AttrParser._TensorLiteralElement):  # pyright: ignore[reportPrivateUsage]
     """A hexadecimal integer in a tensor literal: for a float element type it

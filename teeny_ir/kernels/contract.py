@@ -9,7 +9,11 @@ Only the standard library is imported here.
 
 Argument kinds: ``input`` (an activation operand), ``param`` (a parameter
 slot, bound from weights through a derivation), ``output`` (a result buffer),
-``dim`` and ``scalar`` (integers/floats computed from shape expressions).
+and ``dim`` (an i32 computed from shape expressions, which the validator
+proves to lie in [0, 2**31 - 1]). There is no float argument kind: a float a
+kernel needs (a learning rate, an eps) travels in a parameter slot filled by a
+derivation (`sgd_update`'s ``hyper``), or as a pointwise entry's option, which
+rendering writes into the kernel as a literal.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-ArgKind = Literal["input", "param", "output", "dim", "scalar"]
+ArgKind = Literal["input", "param", "output", "dim"]
 POINTER_KINDS = ("input", "param", "output")
 ConstexprType = Literal["int", "bool", "pointwise"]
 

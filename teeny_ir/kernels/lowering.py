@@ -1,30 +1,32 @@
 """The lowering facet: which kernel family runs each graph op, by decorator.
 
-A family's ``lowering`` module registers one rule per op it implements with
-``@lowers(OpClass)``; the elementwise family registers one rule for every entry
-of the pointwise table with `lowers_pointwise`. An op no family runs says why
-with `no_kernel` (in `teeny_ir.kernels.opt_outs`). The conventions test asserts
-that every graph op has exactly one of these, so a gap is a named test failure,
-and lower-graph-to-kernel is a thin driver over `lowering_for`.
+`LOWERINGS` is a `teeny_ir.core.facets.Facet`. A family's ``lowering`` module
+registers one rule per op it implements with ``@lowers(OpClass)``; the
+elementwise family registers one rule for every entry of the pointwise table
+with `lowers_pointwise`. An op no family runs says why with `no_kernel` (in
+`teeny_ir.kernels.opt_outs`). The conventions test asserts that every graph op
+has one of these, so a gap is a named test failure, and lower-graph-to-kernel
+is a thin driver over `lower`.
 
-A rule maps the graph op to one ``kernel.launch`` (or, for the reshapes of
+A rule is ``rule(ctx, op)``: it takes the `LoweringContext` of the lowering
+running now (the tile profile; the same for every op of it) and the graph op,
+and returns one ``kernel.launch`` (or, for the reshapes of
 `teeny_ir.kernels.views`, a view op with no launch) or raises `Unlowerable`
-with the reason, which the pass reports at the op's location.
+with the reason, which the pass reports at the op's location. Whatever a rule
+needs beyond the op comes in ``ctx``, never from global state, so a rule is a
+function of its arguments and a test can call it for any profile.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
-import importlib
-import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING
 
-from teeny_ir.core import pointwise
+from teeny_ir.core import symbols
+from teeny_ir.core.facets import Facet, OptOut
 from teeny_ir.kernels.families import FAMILY_PACKAGES
+from teeny_ir.kernels.tiles import TileProfile, check_profile
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import TensorType
@@ -32,145 +34,79 @@ if TYPE_CHECKING:
 
     from dialects.graph.conv import FusedConv2dOp
     from dialects.kernel import LaunchOp, ParamSlot
-    from teeny_ir.kernels.conv_algorithms import TileProfile
 
-Rule = Callable[["Operation"], "LaunchOp | Operation"]
-"""A lowering: the ``kernel.launch`` that runs the op, or (`teeny_ir.kernels.views`)
-the view op that needs no launch."""
-R = TypeVar("R", bound=Callable[..., "LaunchOp | Operation"])
 
-_RULES: dict[type[Operation], Rule] = {}
-_GUARDED: dict[type[Operation], list[tuple[Callable[[Operation], bool], Rule]]] = {}
-_POINTWISE: list[Rule] = []
-_NO_KERNEL: dict[type[Operation], str] = {}
+@dataclass(frozen=True)
+class LoweringContext:
+    """What every lowering rule is given besides its op: the choices of the
+    lowering running now, which the op does not carry (lower-graph-to-kernel
+    builds one from its options and passes it to each rule).
+
+    Explicit, never global state (a context variable the rules would read), so
+    a rule is a function of its arguments."""
+
+    profile: TileProfile
+    """The tile profile (`teeny_ir.kernels.tiles`: ``gpu`` or ``interpreter``)
+    of the launches whose tiles the op does not carry (a fused convolution
+    carries select-conv-algorithm's)."""
+
+    def __post_init__(self) -> None:
+        check_profile(self.profile)  # a ValueError naming the profiles
+
+
+Rule = Callable[["LoweringContext", "Operation"], "LaunchOp | Operation"]
+"""A lowering, ``rule(ctx, op)``: the ``kernel.launch`` that runs the op, or
+(`teeny_ir.kernels.views`) the view op that needs no launch."""
 
 
 class Unlowerable(Exception):
     """Why one op cannot become a kernel launch."""
 
 
-_PROFILE: contextvars.ContextVar[str] = contextvars.ContextVar("tile_profile", default="gpu")
+def _homes() -> tuple[str, ...]:
+    """Every family's lowering module, then the view rules and the opt-outs."""
+    families = (f"teeny_ir.kernels.{package}.lowering" for package in FAMILY_PACKAGES)
+    return (*families, "teeny_ir.kernels.views", "teeny_ir.kernels.opt_outs")
 
 
-def tile_profile() -> TileProfile:
-    """The tile profile of the lowering running now (`teeny_ir.kernels.conv_algorithms`:
-    ``gpu``, the default, or ``interpreter``): rules whose tiles do not come from
-    the op (a fused convolution carries its own) ask it."""
-    return cast("TileProfile", _PROFILE.get())
+LOWERINGS: Facet[Rule] = Facet("lowering", homes=_homes, pointwise=True)
+"""The lowering of every graph op (`teeny_ir.core.facets.Facet`)."""
+
+lowers = LOWERINGS.register
+"""``@lowers(*op_types, when=None)``: the decorated function lowers ``op_types``.
+With ``when``, the rule covers only the ops it accepts (a fused convolution
+whose ``algorithm`` is the family's): several families may then share an op
+class, each with its own condition, and the first that accepts an op lowers it."""
+lowers_pointwise = LOWERINGS.pointwise
+"""``@lowers_pointwise``: the one lowering of every pointwise-table op."""
+no_kernel = LOWERINGS.opt_out
+"""``no_kernel(reason, *op_types)``: no kernel runs ``op_types``, and why (the
+user is told the reason)."""
 
 
-@contextlib.contextmanager
-def lowering_profile(profile: str) -> Iterator[None]:
-    """Run the enclosed lowering with tile profile ``profile``."""
-    token = _PROFILE.set(profile)
-    try:
-        yield
-    finally:
-        _PROFILE.reset(token)
-
-
-def lowers(
-    *op_types: type[Operation], when: Callable[[Operation], bool] | None = None
-) -> Callable[[R], R]:
-    """Register the decorated function as the lowering of ``op_types``.
-
-    With ``when``, the rule covers only the ops it accepts (a fused convolution
-    whose ``algorithm`` is the family's): several families may then share an op
-    class, each with its own condition, and the first that accepts an op lowers
-    it. Without ``when`` the rule is the op class's only one."""
-
-    def register(rule: R) -> R:
-        for op_type in op_types:
-            if op_type in _NO_KERNEL or op_type in _RULES:
-                raise RuntimeError(f"'{op_type.name}' has two lowering facets")
-            guarded = _GUARDED.setdefault(op_type, [])
-            if when is None and guarded:
-                raise RuntimeError(f"'{op_type.name}' has conditional and unconditional rules")
-            if when is None:
-                _RULES[op_type] = rule
-            else:
-                guarded.append((when, rule))
-        return rule
-
-    return register
-
-
-def _dispatch(op_type: type[Operation]) -> Rule:
-    """The rule of an op class lowered by conditional rules: the first that accepts."""
-
-    def dispatch(op: Operation) -> LaunchOp | Operation:
-        for when, rule in _GUARDED[op_type]:
-            if when(op):
-                return rule(op)
-        families = ", ".join(sorted({family_of(rule) for _, rule in _GUARDED[op_type]}))
+def lower(ctx: LoweringContext, op: Operation) -> LaunchOp | Operation:
+    """``op`` lowered by the rule `LOWERINGS` has for it; raises `Unlowerable`
+    with the reason when there is none (its `no_kernel` reason, the families
+    whose conditions refused it, or that no family implements it)."""
+    found = LOWERINGS.lookup(type(op), subject=op)
+    if isinstance(found, OptOut):
+        raise Unlowerable(found.reason)
+    if found is None:
+        tried = sorted({family_of(rule) for rule in LOWERINGS.candidates(type(op))})
+        if not tried:
+            raise Unlowerable("no kernel family implements it yet")
         algorithm = getattr(op, "algorithm", None)
         what = f"algorithm '{algorithm}'" if isinstance(algorithm, str) else "it"
-        raise Unlowerable(f"no kernel family implements {what} yet (families tried: {families})")
-
-    return dispatch
-
-
-def lowers_pointwise(rule: R) -> R:
-    """Register the decorated function as the lowering of every pointwise-table op."""
-    if _POINTWISE:
-        raise RuntimeError("two lowerings claim the pointwise table")
-    _POINTWISE.append(rule)
-    return rule
-
-
-def no_kernel(reason: str, *op_types: type[Operation]) -> None:
-    """Declare that no kernel runs ``op_types``, and why (shown to the user)."""
-    for op_type in op_types:
-        if op_type in _RULES or op_type in _NO_KERNEL or _GUARDED.get(op_type):
-            raise RuntimeError(f"'{op_type.name}' has two lowering facets")
-        _NO_KERNEL[op_type] = reason
-
-
-@functools.cache
-def load() -> None:
-    """Import every family's lowering module and the opt-outs (once)."""
-    for package in FAMILY_PACKAGES:
-        importlib.import_module(f"teeny_ir.kernels.{package}.lowering")
-    importlib.import_module("teeny_ir.kernels.opt_outs")
-    importlib.import_module("teeny_ir.kernels.views")
-
-
-def lowering_for(op_type: type[Operation]) -> Rule | str:
-    """The rule that lowers ``op_type``, or the reason no kernel runs it."""
-    load()
-    if op_type in _RULES:
-        return _RULES[op_type]
-    if _GUARDED.get(op_type):
-        return _dispatch(op_type)
-    if op_type in _NO_KERNEL:
-        return _NO_KERNEL[op_type]
-    entry = pointwise.lookup(op_type.name)
-    if entry is not None and _POINTWISE:
-        return _POINTWISE[0]
-    return "no kernel family implements it yet"
-
-
-def lowering_rules() -> dict[type[Operation], Rule]:
-    """The explicit ``@lowers`` rules, by op class (a dispatcher where several
-    families' conditional rules share the class)."""
-    load()
-    rules = dict(_RULES)
-    rules |= {op_type: _dispatch(op_type) for op_type, guarded in _GUARDED.items() if guarded}
-    return rules
+        raise Unlowerable(
+            f"no kernel family implements {what} yet (families tried: {', '.join(tried)})"
+        )
+    return found(ctx, op)
 
 
 def families_of(op_type: type[Operation]) -> list[str]:
-    """The kernel families that lower ``op_type`` (for the supported-ops table)."""
-    load()
-    if op_type in _RULES:
-        return [family_of(_RULES[op_type])]
-    return sorted({family_of(rule) for _, rule in _GUARDED.get(op_type, [])})
-
-
-def opt_out_reasons() -> dict[type[Operation], str]:
-    """The `no_kernel` declarations, by op class."""
-    load()
-    return dict(_NO_KERNEL)
+    """The kernel families that lower ``op_type`` by a rule of their own (for
+    the supported-ops table)."""
+    return sorted({family_of(rule) for rule in LOWERINGS.candidates(op_type)})
 
 
 def family_of(rule: Rule) -> str:
@@ -183,20 +119,15 @@ def family_of(rule: Rule) -> str:
 
 
 def dim_expr(size: int) -> str:
-    """One dimension as an expression: the batch symbol ``B`` for ``?``."""
-    from xdsl.dialects.builtin import DYNAMIC_INDEX
-
-    return "B" if size == DYNAMIC_INDEX else str(size)
+    """One dimension as an expression: the batch symbol ``B`` for ``?``
+    (`teeny_ir.core.symbols.dim_expr`)."""
+    return symbols.dim_expr(size)
 
 
 def count_expr(sizes: Sequence[int]) -> str:
-    """The element count of ``sizes`` as an expression: ``"B * 2331"`` or ``"42"``."""
-    from xdsl.dialects.builtin import DYNAMIC_INDEX
-
-    static = math.prod(d for d in sizes if d != DYNAMIC_INDEX)
-    if DYNAMIC_INDEX not in sizes:
-        return str(static)
-    return "B" if static == 1 else f"B * {static}"
+    """The element count of ``sizes`` as an expression: ``"B * 2331"`` or ``"42"``
+    (`teeny_ir.core.symbols.count_expr`)."""
+    return symbols.count_expr(sizes)
 
 
 def tensor_type(value: SSAValue) -> TensorType:

@@ -13,7 +13,6 @@ from teeny_ir.kernels.lowering import no_kernel
 
 no_kernel("weights become kernel.weight declarations read through parameter slots", ParamOp)
 no_kernel(
-    "convolutions lower as graph.fused_conv2d "
-    "(run fuse-conv-bn-act and select-conv-algorithm first)",
+    "convolutions lower as graph.fused_conv2d (run fuse-epilogues and select-conv-algorithm first)",
     Conv2dOp,
 )

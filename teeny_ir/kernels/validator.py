@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from teeny_ir.core import expressions
+from teeny_ir.core.symbols import BATCH
 from teeny_ir.kernels.contract import (
     MAX_BLOCK_ELEMENTS,
     MAX_GRID,
@@ -44,7 +45,6 @@ from teeny_ir.kernels.contract import (
 )
 from teeny_ir.kernels.families import FAMILIES
 
-BATCH = "B"
 COVERAGE_BATCHES = tuple(range(1, 65))
 """Batch sizes for which a launch is proven when it is verified."""
 MAX_I32 = 2**31 - 1

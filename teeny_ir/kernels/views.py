@@ -64,11 +64,11 @@ from dialects.kernel import (
 from dialects.kernel import ParamOp as KernelParamOp
 from teeny_ir.core.derivations import Derivation
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type
+from teeny_ir.kernels.lowering import LoweringContext, Unlowerable, lowers, tensor_type
 
 
 @lowers(ConstantOp)
-def lower_constant(op: Operation) -> KernelParamOp:
+def lower_constant(ctx: LoweringContext, op: Operation) -> KernelParamOp:
     """A constant is a parameter with no weights: its values as a ``literal``
     derivation (``fill`` when every element is the same finite value), bound
     at run time like a weight; no launch computes it."""
@@ -86,7 +86,7 @@ def lower_constant(op: Operation) -> KernelParamOp:
 
 
 @lowers(GraphReshapeOp, FlattenOp)
-def lower_reshape(op: Operation) -> ReshapeOp:
+def lower_reshape(ctx: LoweringContext, op: Operation) -> ReshapeOp:
     """A reshape that keeps the batch as dimension 0: a view of its input."""
     source, result = tensor_type(op.operands[0]), tensor_type(op.results[0])
     if not source.get_shape() or source.get_shape()[0] != result.get_shape()[0]:

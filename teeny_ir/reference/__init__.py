@@ -19,8 +19,9 @@ with their location). Extra weights are ignored.
 Each op's semantics is a function registered with `semantics.semantics` in the
 module of this package named like its dialect module (``conv.py`` for
 ``dialects/graph/conv.py``); the ops of the pointwise table share one rule that
-evaluates the table. `semantics_for` says what runs for an op class (or why
-nothing needs to); the modules are found automatically, once.
+evaluates the table. `SEMANTICS` (a `teeny_ir.core.facets.Facet`) says what
+runs for an op class (or why nothing needs to); the modules are found
+automatically, once.
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core.derivations import Derivation, DerivationError, evaluate
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
+from teeny_ir.core.facets import OptOut
 from teeny_ir.reference.common import Array, Weights
 from teeny_ir.reference.common import error as _error
-from teeny_ir.reference.semantics import not_executed, semantics_for
+from teeny_ir.reference.semantics import SEMANTICS, missing, not_executed
 
-__all__ = ["run", "semantics_for"]
+__all__ = ["SEMANTICS", "run"]
 
 not_executed("bound by `run` to its weight, checked against the weights up front", ParamOp)
 
@@ -74,9 +76,9 @@ def run(
         if isinstance(op, ParamOp):
             env[op.result] = params[op.param_name.data]
             continue
-        semantics = semantics_for(type(op))
-        if isinstance(semantics, str):
-            raise _error(semantics, op)
+        semantics = SEMANTICS.lookup(type(op))
+        if semantics is None or isinstance(semantics, OptOut):
+            raise _error(missing(op.name) if semantics is None else semantics.reason, op)
         results = semantics(op, [env[value] for value in op.operands], weights)
         for result, value in zip(op.results, results, strict=True):
             # asarray, not ascontiguousarray, which makes rank-0 results rank 1

@@ -10,7 +10,7 @@ import numpy as np
 
 from dialects.graph.elementwise import ActivationGradOp, BiasAddOp
 from teeny_ir.core import pointwise
-from teeny_ir.reference.common import Array, Weights, channel
+from teeny_ir.reference.common import Array, Weights, channel, error
 from teeny_ir.reference.semantics import pointwise_rule, semantics
 
 
@@ -30,7 +30,8 @@ def _bias_add_op(op: BiasAddOp, args: list[Array], weights: Weights) -> list[Arr
 def _activation_grad_op(op: ActivationGradOp, args: list[Array], weights: Weights) -> list[Array]:
     x, grad = (np.asarray(a, np.float64) for a in args)
     entry = pointwise.BY_NAME[op.activation]
-    assert entry.derivative is not None
+    if entry.derivative is None:
+        raise error(f"the pointwise table has no derivative for '{entry.op}'", op)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         factor = entry.derivative(np, x, **pointwise.options_of(entry, op))
     return [factor * grad]

@@ -71,7 +71,8 @@ class Report:
 def _position(loc: str) -> tuple[int, int] | None:
     """``file:line:col`` -> (line, col); the file may be spelt differently."""
     parts = loc.rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+    # isascii: isdigit() holds for any Unicode digit, which int() may not read ("²").
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts[1:]):
         return None
     return int(parts[1]), int(parts[2])
 

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from teeny_ir.core.symbols import BATCH
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends import usable_backend
 from teeny_ir.runtime.backends.cuda import CudaTrainingSession
@@ -203,7 +204,7 @@ def check_indices(executable: Executable, inputs: Sequence[np.ndarray]) -> None:
             limit_expr = bindings[checks[0].limit].expr or "0"
             from teeny_ir.core.expressions import eval_text
 
-            limit = eval_text(limit_expr, {"B": 1})
+            limit = eval_text(limit_expr, {BATCH: 1})
             values = np.asarray(inputs[by_name[bound]])
             bad = np.flatnonzero((values < 0) | (values >= limit))
             if bad.size:

@@ -8,11 +8,11 @@ from dialects.kernel import LaunchOp
 from teeny_ir.core import pointwise
 from teeny_ir.kernels.activation_grad.contract import MAX_I32
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     count_expr,
     lowers,
     tensor_type,
-    tile_profile,
 )
 
 BLOCK = 1024
@@ -29,8 +29,10 @@ def activation_spelling(op: ActivationGradOp) -> str:
 
 
 @lowers(ActivationGradOp)
-def lower_activation_grad(op: ActivationGradOp) -> LaunchOp:
+def lower_activation_grad(ctx: LoweringContext, op: ActivationGradOp) -> LaunchOp:
     """``activation'(x) * dy`` elementwise."""
+    if pointwise.BY_NAME[op.activation].derivative_triton is None:
+        raise Unlowerable(f"the pointwise table has no derivative_triton for '{op.activation}'")
     shape = tensor_type(op.input).get_shape()
     static = 1
     for size in shape:
@@ -38,7 +40,7 @@ def lower_activation_grad(op: ActivationGradOp) -> LaunchOp:
     if static > MAX_I32:
         raise Unlowerable("more than 2**31 - 1 elements exceed the kernel's 32-bit limit")
     numel = count_expr(shape)
-    block = INTERPRETER_BLOCK if tile_profile() == "interpreter" else BLOCK
+    block = INTERPRETER_BLOCK if ctx.profile == "interpreter" else BLOCK
     return LaunchOp(
         "activation_grad",
         [op.input, op.grad],

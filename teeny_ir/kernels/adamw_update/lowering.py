@@ -11,7 +11,12 @@ import math
 from dialects.graph.optim import AdamwUpdateOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.kernels.adamw_update.contract import HYPER, MAX_I32
-from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type, tile_profile
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    Unlowerable,
+    lowers,
+    tensor_type,
+)
 from teeny_ir.kernels.sgd_update.lowering import literal
 from teeny_ir.kernels.sgd_update.tiles import NUM_STAGES, NUM_WARPS, update_block
 
@@ -37,7 +42,7 @@ def hyper_values(op: AdamwUpdateOp) -> tuple[float, ...]:
 
 
 @lowers(AdamwUpdateOp)
-def lower_adamw_update(op: AdamwUpdateOp) -> LaunchOp:
+def lower_adamw_update(ctx: LoweringContext, op: AdamwUpdateOp) -> LaunchOp:
     """One launch of one program; results: param', exp_avg', exp_avg_sq', step'."""
     numel = math.prod(tensor_type(op.param).get_shape())
     if numel > MAX_I32:
@@ -59,7 +64,7 @@ def lower_adamw_update(op: AdamwUpdateOp) -> LaunchOp:
         "adamw_update",
         [op.param, op.grad, op.exp_avg, op.exp_avg_sq, op.step],
         [tensor_type(result) for result in op.results],
-        {"BLOCK": update_block(numel, tile_profile())},
+        {"BLOCK": update_block(numel, ctx.profile)},
         [ParamSlot("hyper", (len(HYPER),), literal(hyper_values(op)))],
         args,
         ["1", "1", "1"],

@@ -11,19 +11,19 @@ from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.kernels.batch_norm_backward.contract import HYPER
 from teeny_ir.kernels.batch_norm_train.lowering import bn_dims
 from teeny_ir.kernels.batch_norm_train.tiles import bn_tiles, launch_config
-from teeny_ir.kernels.lowering import lowers, tensor_type, tile_profile
+from teeny_ir.kernels.lowering import LoweringContext, lowers, tensor_type
 from teeny_ir.kernels.sgd_update.lowering import literal
 
 
 @lowers(BatchNormBackwardOp)
-def lower_batch_norm_backward(op: BatchNormBackwardOp) -> LaunchOp:
+def lower_batch_norm_backward(ctx: LoweringContext, op: BatchNormBackwardOp) -> LaunchOp:
     """One launch; operands x, gamma, dy."""
     dims, channels, plane = bn_dims(
         "batch_norm_backward",
         op.input,
         {"x": op.input, "dy": op.grad, "dx": op.input_grad},
     )
-    block_c, block_r = bn_tiles(channels, plane, tile_profile())
+    block_c, block_r = bn_tiles(channels, plane, ctx.profile)
     num_warps, num_stages = launch_config()
     args = [
         ("x", "in0"),

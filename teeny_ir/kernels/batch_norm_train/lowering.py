@@ -23,12 +23,12 @@ from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.kernels.batch_norm_train.contract import HYPER, MAX_I32
 from teeny_ir.kernels.batch_norm_train.tiles import bn_tiles, launch_config
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     dim_expr,
     lowers,
     tensor_type,
-    tile_profile,
 )
 from teeny_ir.kernels.sgd_update.lowering import literal
 
@@ -71,10 +71,10 @@ def training(op: Operation) -> bool:
 
 
 @lowers(BatchNormOp, when=training)
-def lower_batch_norm_train(op: BatchNormOp) -> LaunchOp:
+def lower_batch_norm_train(ctx: LoweringContext, op: BatchNormOp) -> LaunchOp:
     """One launch; operands x, gamma, beta, running mean, running var."""
     dims, channels, plane = bn_dims("batch_norm_train", op.input, {"x": op.input, "y": op.result})
-    block_c, block_r = bn_tiles(channels, plane, tile_profile())
+    block_c, block_r = bn_tiles(channels, plane, ctx.profile)
     num_warps, num_stages = launch_config()
     hyper = literal((op.eps, op.momentum, 1 - op.momentum))
     args = [

@@ -4,7 +4,7 @@ they emit."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import check_profile
+from teeny_ir.kernels.tiles import check_profile
 
 TILE = 2048
 """Elements of one program's ``[BLOCK_C, BLOCK_R]`` block in the ``gpu`` profile."""

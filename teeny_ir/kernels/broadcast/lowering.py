@@ -9,7 +9,14 @@ from dialects.graph.structure import BroadcastOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.broadcast.contract import RANK, padded
 from teeny_ir.kernels.elementwise.lowering import broadcast_strides
-from teeny_ir.kernels.lowering import Unlowerable, count_expr, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    Unlowerable,
+    count_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 
 BLOCK = 1024
 NUM_WARPS, NUM_STAGES = 4, 1
@@ -17,7 +24,7 @@ NUM_WARPS, NUM_STAGES = 4, 1
 
 
 @lowers(BroadcastOp)
-def lower_broadcast(op: BroadcastOp) -> LaunchOp:
+def lower_broadcast(ctx: LoweringContext, op: BroadcastOp) -> LaunchOp:
     """``x`` stretched to the result's shape."""
     shape = tensor_type(op.input).get_shape()
     output = tensor_type(op.result).get_shape()

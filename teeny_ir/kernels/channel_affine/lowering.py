@@ -1,11 +1,11 @@
 """Lowering rules of the ``channel_affine`` family: ``y = act(x * scale[c] +
 shift[c])`` per channel (dimension 1), scale and shift as parameter slots.
 
-- An inference ``graph.batch_norm`` that fuse-conv-bn-act did not fold into a
+- An inference ``graph.batch_norm`` that fuse-epilogues did not fold into a
   convolution (none before it): scale ``bn_scale(gamma, var; eps)``, shift
   ``bn_shift(gamma, beta, mean, var; eps)``, the derivations the convolution
   fusion uses, and ``ACTIVATION`` its ``activation`` (the epilogue activation
-  fuse-conv-bn-act may have folded in). Its statistics and affine weights must
+  fuse-epilogues may have folded in). Its statistics and affine weights must
   be ``graph.param`` ops. The rule is conditional: it takes only the inference
   form; a training-form batch norm (the ``training`` property) is the
   ``batch_norm_train`` family's.
@@ -32,6 +32,7 @@ from teeny_ir.core.derivations import Derivation, bn_scale, bn_shift, fill, iden
 from teeny_ir.kernels.channel_affine.contract import MAX_I32
 from teeny_ir.kernels.channel_affine.tiles import launch_config
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     dim_expr,
@@ -104,7 +105,7 @@ def inference(op: Operation) -> bool:
 
 
 @lowers(BatchNormOp, when=inference)
-def lower_batch_norm(op: BatchNormOp) -> LaunchOp:
+def lower_batch_norm(ctx: LoweringContext, op: BatchNormOp) -> LaunchOp:
     """An inference batch norm as ``act(x * bn_scale + bn_shift)``."""
     gamma = _weight(op.gamma, "gamma")
     beta = _weight(op.beta, "beta")
@@ -126,7 +127,7 @@ def param_bias(op: Operation) -> bool:
 
 
 @lowers(BiasAddOp, when=param_bias)
-def lower_bias_add(op: BiasAddOp) -> LaunchOp:
+def lower_bias_add(ctx: LoweringContext, op: BiasAddOp) -> LaunchOp:
     """``x + bias`` as ``x * 1 + bias``, the bias a parameter slot."""
     channels = tensor_type(op.input).get_shape()[1]
     return channel_affine_launch(

@@ -12,6 +12,7 @@ from dialects.kernel import LaunchOp
 from teeny_ir.kernels.concat.contract import STRIDES
 from teeny_ir.kernels.concat.rows import MAX_PARTS, PARTS
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     count_expr,
@@ -56,7 +57,7 @@ def check_parts(count: int, what: str, family: str) -> None:
 
 
 @lowers(ConcatOp)
-def lower_concat(op: ConcatOp) -> LaunchOp:
+def lower_concat(ctx: LoweringContext, op: ConcatOp) -> LaunchOp:
     """One launch over the destination; inputs past the op's are bound to ``in0``."""
     inputs = list(op.inputs)
     check_parts(len(inputs), "inputs", "concat")

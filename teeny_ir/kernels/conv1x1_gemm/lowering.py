@@ -15,6 +15,7 @@ from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import reshape
 from teeny_ir.kernels.conv1x1_gemm.tiles import GROUP_M, launch_config
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     conv_epilogue,
@@ -30,7 +31,7 @@ def _accepts(op: Operation) -> bool:
 
 
 @lowers(FusedConv2dOp, when=_accepts)
-def lower_fused_conv(op: FusedConv2dOp) -> LaunchOp:
+def lower_fused_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchOp:
     """A ``gemm`` fused convolution as one conv1x1_gemm launch."""
     if op.algorithm is None or op.tiles is None:
         raise Unlowerable("no algorithm selected (run select-conv-algorithm first)")

@@ -4,7 +4,7 @@ rules at every boundary."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import (
+from teeny_ir.kernels.tiles import (
     INTERPRETER_MAX_BLOCK,
     INTERPRETER_MAX_ROWS,
     TileProfile,

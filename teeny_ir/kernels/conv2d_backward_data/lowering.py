@@ -2,8 +2,8 @@
 ``graph.conv2d_backward_data`` becomes one launch whose operands are the
 gradient ``dy`` and the weight ``w`` (a ``graph.param`` weight is materialised
 as a ``kernel.param`` operand by the lowering driver). The geometry is passed as
-dim arguments. Tiles follow the lowering's tile profile
-(`teeny_ir.kernels.lowering.tile_profile`: lower-graph-to-kernel's ``profile``)."""
+dim arguments. Tiles follow the lowering's tile profile (``ctx.profile``,
+`teeny_ir.kernels.lowering.LoweringContext`: lower-graph-to-kernel's ``profile``)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from dialects.graph.conv import Conv2dBackwardDataOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.conv2d_backward_data.tiles import launch_config, pick_tiles
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     batch_stride_expr,
     conv_dims,
     dim_expr,
     lowers,
     tensor_type,
-    tile_profile,
 )
 
 
 @lowers(Conv2dBackwardDataOp)
-def lower_conv2d_backward_data(op: Conv2dBackwardDataOp) -> LaunchOp:
+def lower_conv2d_backward_data(ctx: LoweringContext, op: Conv2dBackwardDataOp) -> LaunchOp:
     """The input gradient as one conv2d_backward_data launch."""
     x_shape = tensor_type(op.result).get_shape()
     w_shape = tensor_type(op.weight).get_shape()
@@ -30,7 +30,7 @@ def lower_conv2d_backward_data(op: Conv2dBackwardDataOp) -> LaunchOp:
     c_out, group_in, kernel_h, kernel_w = w_shape
     groups = op.groups
     block_m, block_n, block_k = pick_tiles(
-        height * width, group_in, c_out // groups * kernel_h * kernel_w, tile_profile()
+        height * width, group_in, c_out // groups * kernel_h * kernel_w, ctx.profile
     )
     num_warps, num_stages = launch_config(block_m, block_n)
     dims = {

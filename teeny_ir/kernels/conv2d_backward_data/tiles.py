@@ -3,7 +3,7 @@ that the family's lowering asks, so the tests can pin the rules."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import (
+from teeny_ir.kernels.tiles import (
     TileProfile,
     check_profile,
     clamp,

@@ -3,8 +3,8 @@
 forward input ``x`` and the gradient ``dy``; its result, the weight gradient,
 is static, so the grid is a number while the batch ``B`` (a dim argument) sets
 the length of each program's K loop. Tiles follow the lowering's tile
-profile (`teeny_ir.kernels.lowering.tile_profile`: lower-graph-to-kernel's
-``profile`` option)."""
+profile (``ctx.profile``, `teeny_ir.kernels.lowering.LoweringContext`:
+lower-graph-to-kernel's ``profile`` option)."""
 
 from __future__ import annotations
 
@@ -14,16 +14,16 @@ from dialects.graph.conv import Conv2dBackwardWeightOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.conv2d_backward_weight.tiles import launch_config, pick_tiles
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     batch_stride_expr,
     conv_dims,
     lowers,
     tensor_type,
-    tile_profile,
 )
 
 
 @lowers(Conv2dBackwardWeightOp)
-def lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp) -> LaunchOp:
+def lower_conv2d_backward_weight(ctx: LoweringContext, op: Conv2dBackwardWeightOp) -> LaunchOp:
     """The weight gradient as one conv2d_backward_weight launch."""
     x_shape = tensor_type(op.input).get_shape()
     w_shape = tensor_type(op.result).get_shape()
@@ -33,7 +33,7 @@ def lower_conv2d_backward_weight(op: Conv2dBackwardWeightOp) -> LaunchOp:
     groups = op.groups
     group_out = c_out // groups
     columns = group_in * kernel_h * kernel_w
-    block_m, block_n, block_k = pick_tiles(group_out, columns, out_h * out_w, tile_profile())
+    block_m, block_n, block_k = pick_tiles(group_out, columns, out_h * out_w, ctx.profile)
     num_warps, num_stages = launch_config(block_m, block_n)
     dims = {
         **conv_dims(x_shape, w_shape, y_shape, op.strides, op.padding, op.dilation, op.groups),

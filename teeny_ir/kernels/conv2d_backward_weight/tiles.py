@@ -3,7 +3,7 @@ functions that the family's lowering asks, so the tests can pin the rules."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import (
+from teeny_ir.kernels.tiles import (
     INTERPRETER_MAX_GATHER,
     TileProfile,
     check_profile,

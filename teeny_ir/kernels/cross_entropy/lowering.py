@@ -11,14 +11,21 @@ from xdsl.dialects.builtin import TensorType, i64
 from dialects.graph.reduce import CrossEntropyOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.cross_entropy.contract import MAX_I32, STATUS_SIZE
-from teeny_ir.kernels.lowering import Unlowerable, batch_stride_expr, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    Unlowerable,
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 from teeny_ir.kernels.softmax.tiles import launch_config, row_tiles
 
 STATUS_TYPE = TensorType(i64, [STATUS_SIZE])
 
 
 @lowers(CrossEntropyOp)
-def lower_cross_entropy(op: CrossEntropyOp) -> LaunchOp:
+def lower_cross_entropy(ctx: LoweringContext, op: CrossEntropyOp) -> LaunchOp:
     """The mean loss over the rows, and the status of the targets."""
     rows, classes = tensor_type(op.logits).get_shape()
     if classes > MAX_I32:

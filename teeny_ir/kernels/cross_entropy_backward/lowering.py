@@ -12,14 +12,21 @@ from xdsl.dialects.builtin import TensorType, i64
 from dialects.graph.reduce import CrossEntropyBackwardOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.cross_entropy_backward.contract import MAX_I32, STATUS_SIZE
-from teeny_ir.kernels.lowering import Unlowerable, batch_stride_expr, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    Unlowerable,
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 from teeny_ir.kernels.softmax.tiles import launch_config, row_tiles
 
 STATUS_TYPE = TensorType(i64, [STATUS_SIZE])
 
 
 @lowers(CrossEntropyBackwardOp)
-def lower_cross_entropy_backward(op: CrossEntropyBackwardOp) -> LaunchOp:
+def lower_cross_entropy_backward(ctx: LoweringContext, op: CrossEntropyBackwardOp) -> LaunchOp:
     """The gradient of the mean loss, and the status of the targets."""
     rows, classes = tensor_type(op.logits).get_shape()
     if classes > MAX_I32:

@@ -10,7 +10,7 @@ BLOCK_K] are ``[BLOCK_P, BLOCK_C, BLOCK_T]``: positions, channels, taps.
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import (
+from teeny_ir.kernels.tiles import (
     INTERPRETER_MAX_BLOCK,
     INTERPRETER_MAX_ROWS,
     TileProfile,

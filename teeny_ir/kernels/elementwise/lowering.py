@@ -15,6 +15,7 @@ from dialects.kernel import LaunchOp
 from teeny_ir.core import pointwise
 from teeny_ir.kernels.elementwise.contract import RANK, padded
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     count_expr,
     dim_expr,
@@ -81,7 +82,7 @@ def _launch(op: Operation, entry: str, y_binding: str, y_strides: list[str]) -> 
 
 
 @lowers_pointwise
-def lower_pointwise(op: Operation) -> LaunchOp:
+def lower_pointwise(ctx: LoweringContext, op: Operation) -> LaunchOp:
     """A pointwise-table op: a unary one reads ``x`` only (``y`` is bound to it)."""
     entry = pointwise.lookup(op.name)
     assert entry is not None  # lowering_for routes only table ops here
@@ -101,7 +102,7 @@ def activation_bias(op: Operation) -> bool:
 
 
 @lowers(BiasAddOp, when=activation_bias)
-def lower_bias_add(op: BiasAddOp) -> LaunchOp:
+def lower_bias_add(ctx: LoweringContext, op: BiasAddOp) -> LaunchOp:
     """``x + bias`` with the bias [C] (an activation) broadcast along dimension 1."""
     _check_rank(op)
     return _launch(op, "add", "in1", _bias_strides(tensor_type(op.result).get_shape()))

@@ -16,6 +16,7 @@ from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import identity
 from teeny_ir.kernels.implicit_gemm_conv.tiles import launch_config
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     conv_epilogue,
@@ -30,7 +31,7 @@ def _accepts(op: Operation) -> bool:
 
 
 @lowers(FusedConv2dOp, when=_accepts)
-def lower_implicit_gemm_conv(op: FusedConv2dOp) -> LaunchOp:
+def lower_implicit_gemm_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchOp:
     """An ``implicit-gemm`` fused convolution as one implicit_gemm_conv launch."""
     if op.tiles is None:
         raise Unlowerable("no tiles selected (run select-conv-algorithm first)")

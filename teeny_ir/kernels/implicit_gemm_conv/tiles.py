@@ -4,7 +4,7 @@ the rules at every boundary."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import (
+from teeny_ir.kernels.tiles import (
     TileProfile,
     check_profile,
     clamp,

@@ -1,5 +1,5 @@
 """Lowering rule of the ``linear`` family: a ``graph.linear`` (with the bias and
-activation fuse-conv-bn-act may have folded into it) becomes one launch. The
+activation fuse-epilogues may have folded into it) becomes one launch. The
 weight and the bias are parameter slots (``w`` = ``identity(weight)``,
 ``scale`` = ``fill(1.0)``, ``shift`` = ``identity(bias)`` or ``fill(0.0)``), so
 the launch's one operand is the input. The input and the result pass their
@@ -18,6 +18,7 @@ from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import fill, identity
 from teeny_ir.kernels.linear.tiles import GROUP_M, launch_config, pick_tiles
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     dim_expr,
@@ -34,7 +35,7 @@ def _weight_name(value: SSAValue, role: str) -> str:
 
 
 @lowers(LinearOp)
-def lower_linear(op: LinearOp) -> LaunchOp:
+def lower_linear(ctx: LoweringContext, op: LinearOp) -> LaunchOp:
     """A linear layer as one ``linear`` launch over all ``B * ROWS`` input rows."""
     shape = tensor_type(op.input).get_shape()
     n = tensor_type(op.result).get_shape()[-1]

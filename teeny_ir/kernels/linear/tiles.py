@@ -5,7 +5,7 @@ warps and stages)."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import clamp, next_power_of_two
+from teeny_ir.kernels.tiles import clamp, next_power_of_two
 
 UNKNOWN_M_AS = 64
 """The GEMM M extent assumed when it depends on the batch (as in conv1x1_gemm)."""

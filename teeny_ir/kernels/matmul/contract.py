@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from teeny_ir.core.symbols import batch_times
 from teeny_ir.kernels.contract import Constexpr, GridAxis, KernelArg, KernelFamily
 
 
@@ -41,9 +42,7 @@ class BatchGroup:
     @property
     def size(self) -> str:
         """The group's size as an expression over ``B``."""
-        if not self.dynamic:
-            return str(self.static)
-        return "B" if self.static == 1 else f"B * {self.static}"
+        return batch_times(self.static) if self.dynamic else str(self.static)
 
 
 def collapse_batch(

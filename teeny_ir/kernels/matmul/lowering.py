@@ -3,7 +3,7 @@ whose operands are both matrices (a weight operand too: the lowering driver
 materialises a ``graph.param`` that a launch takes as an operand). The batch is
 collapsed into at most two broadcast groups (`collapse_batch`); the epilogue's
 scale is a ``fill(1.0)`` slot and its shift ``identity(bias)`` (the bias
-fuse-conv-bn-act may have folded in, which must be a ``graph.param``: the slot
+fuse-epilogues may have folded in, which must be a ``graph.param``: the slot
 reads it from the weights) or ``fill(0.0)``; ``ACTIVATION`` is the op's
 activation. Operands must be contiguous (the family takes no batch-strided
 views)."""
@@ -14,15 +14,16 @@ from dialects.graph.linear import MatmulOp
 from dialects.graph.param import ParamOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import fill, identity
+from teeny_ir.core.symbols import BATCH
 from teeny_ir.kernels.linear.tiles import GROUP_M, launch_config, pick_tiles
-from teeny_ir.kernels.lowering import Unlowerable, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import LoweringContext, Unlowerable, dim_expr, lowers, tensor_type
 from teeny_ir.kernels.matmul.contract import BatchGroup, collapse_batch
 
 _NO_GROUP = BatchGroup(1, False, 0, 0)
 
 
 @lowers(MatmulOp)
-def lower_matmul(op: MatmulOp) -> LaunchOp:
+def lower_matmul(ctx: LoweringContext, op: MatmulOp) -> LaunchOp:
     """A batched matmul as one ``matmul`` launch over every matrix of the batch."""
     a_shape = tensor_type(op.lhs).get_shape()
     b_shape = tensor_type(op.rhs).get_shape()
@@ -34,7 +35,7 @@ def lower_matmul(op: MatmulOp) -> LaunchOp:
     outer, inner = ([_NO_GROUP] * 2 + groups)[-2:]
     m, k, n = a_shape[-2], a_shape[-1], b_shape[-1]
     m_expr = dim_expr(m)
-    dynamic_m = m_expr == "B"
+    dynamic_m = m_expr == BATCH
     block_m, block_n, block_k = pick_tiles(None if dynamic_m else m, n, k)
     num_warps, num_stages = launch_config(block_m, block_n)
     shift = fill(0.0, [n])

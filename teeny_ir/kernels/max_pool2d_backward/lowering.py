@@ -6,13 +6,19 @@ from __future__ import annotations
 
 from dialects.graph.pool import MaxPool2dBackwardOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import Unlowerable, dim_expr, lowers, tensor_type, tile_profile
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    Unlowerable,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 from teeny_ir.kernels.max_pool2d_backward.contract import MAX_I32
 from teeny_ir.kernels.max_pool2d_backward.tiles import element_tiles, launch_config, residues
 
 
 @lowers(MaxPool2dBackwardOp)
-def lower_max_pool2d_backward(op: MaxPool2dBackwardOp) -> LaunchOp:
+def lower_max_pool2d_backward(ctx: LoweringContext, op: MaxPool2dBackwardOp) -> LaunchOp:
     """Each dx element gathers dy from the windows whose argmax it is."""
     batch, channels, height, width = tensor_type(op.input).get_shape()
     out_h, out_w = tensor_type(op.grad).get_shape()[2:]
@@ -21,7 +27,7 @@ def lower_max_pool2d_backward(op: MaxPool2dBackwardOp) -> LaunchOp:
     top, left, _, _ = op.padding
     rh, gh, ih = residues(op.strides[0], op.dilation[0])
     rw, gw, iw = residues(op.strides[1], op.dilation[1])
-    block = element_tiles(tile_profile())
+    block = element_tiles(ctx.profile)
     num_warps, num_stages = launch_config()
     constexprs: dict[str, int | str] = {
         "KH": op.kernel[0],

@@ -8,11 +8,11 @@ from __future__ import annotations
 from dialects.graph.pool import AvgPool2dOp, GlobalAvgPool2dOp, MaxPool2dOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     batch_stride_expr,
     dim_expr,
     lowers,
     tensor_type,
-    tile_profile,
 )
 from teeny_ir.kernels.pool2d.tiles import global_tiles, launch_config, window_tiles
 
@@ -64,9 +64,11 @@ def _launch(
     )
 
 
-def _window(op: MaxPool2dOp | AvgPool2dOp, is_max: bool, count_pad: bool) -> dict[str, int | str]:
+def _window(
+    ctx: LoweringContext, op: MaxPool2dOp | AvgPool2dOp, is_max: bool, count_pad: bool
+) -> dict[str, int | str]:
     top, left, bottom, right = op.padding
-    block, block_hw = window_tiles(tile_profile())
+    block, block_hw = window_tiles(ctx.profile)
     return {
         "GLOBAL": 0,
         "IS_MAX": int(is_max),
@@ -87,19 +89,19 @@ def _window(op: MaxPool2dOp | AvgPool2dOp, is_max: bool, count_pad: bool) -> dic
 
 
 @lowers(MaxPool2dOp)
-def lower_max_pool2d(op: MaxPool2dOp) -> LaunchOp:
+def lower_max_pool2d(ctx: LoweringContext, op: MaxPool2dOp) -> LaunchOp:
     """A max pool: -inf padding, NaN-propagating max over the unrolled window."""
-    return _launch(op, _window(op, is_max=True, count_pad=True))
+    return _launch(op, _window(ctx, op, is_max=True, count_pad=True))
 
 
 @lowers(AvgPool2dOp)
-def lower_avg_pool2d(op: AvgPool2dOp) -> LaunchOp:
+def lower_avg_pool2d(ctx: LoweringContext, op: AvgPool2dOp) -> LaunchOp:
     """An average pool with PyTorch's divisor (``count_include_pad`` or not)."""
-    return _launch(op, _window(op, is_max=False, count_pad=op.count_include_pad))
+    return _launch(op, _window(ctx, op, is_max=False, count_pad=op.count_include_pad))
 
 
 @lowers(GlobalAvgPool2dOp)
-def lower_global_avg_pool2d(op: GlobalAvgPool2dOp) -> LaunchOp:
+def lower_global_avg_pool2d(ctx: LoweringContext, op: GlobalAvgPool2dOp) -> LaunchOp:
     """The mean of each plane, reduced in blocks over ``H * W``."""
     height, width = tensor_type(op.input).get_shape()[2:]
     block, block_hw = global_tiles(height * width)

@@ -3,7 +3,7 @@ lowering asks, so the tests can pin every variant the rules can emit."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import check_profile
+from teeny_ir.kernels.tiles import check_profile
 
 WINDOW_BLOCK = 1024
 """Output positions per program of a windowed (max or average) pool."""

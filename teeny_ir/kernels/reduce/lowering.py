@@ -14,11 +14,11 @@ import math
 from dialects.graph.reduce import ReduceMeanOp, ReduceSumOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     lowers,
     tensor_type,
-    tile_profile,
 )
 from teeny_ir.kernels.softmax.lowering import rows_expr, view_dims
 from teeny_ir.kernels.softmax.rows import MAX_I32
@@ -45,7 +45,7 @@ def reduced_run(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[bool, in
     return batch, first, last
 
 
-def _lower(op: ReduceSumOp | ReduceMeanOp, mean: bool) -> LaunchOp:
+def _lower(ctx: LoweringContext, op: ReduceSumOp | ReduceMeanOp, mean: bool) -> LaunchOp:
     shape = tuple(tensor_type(op.input).get_shape())
     out = tuple(tensor_type(op.result).get_shape())
     dims = view_dims(shape, *reduced_run(shape, tuple(op.axes)))
@@ -57,7 +57,7 @@ def _lower(op: ReduceSumOp | ReduceMeanOp, mean: bool) -> LaunchOp:
         int(values["OUTER"]) * int(values["INNER"]),
         int(values["R"]),
         values["RB"] != "1",
-        tile_profile(),
+        ctx.profile,
     )
     num_warps, num_stages = launch_config()
     args = [
@@ -82,12 +82,12 @@ def _lower(op: ReduceSumOp | ReduceMeanOp, mean: bool) -> LaunchOp:
 
 
 @lowers(ReduceSumOp)
-def lower_reduce_sum(op: ReduceSumOp) -> LaunchOp:
+def lower_reduce_sum(ctx: LoweringContext, op: ReduceSumOp) -> LaunchOp:
     """The sum over ``axes`` (``keepdims`` or not: the same elements)."""
-    return _lower(op, mean=False)
+    return _lower(ctx, op, mean=False)
 
 
 @lowers(ReduceMeanOp)
-def lower_reduce_mean(op: ReduceMeanOp) -> LaunchOp:
+def lower_reduce_mean(ctx: LoweringContext, op: ReduceMeanOp) -> LaunchOp:
     """The sum over ``axes`` divided by the product of their sizes."""
-    return _lower(op, mean=True)
+    return _lower(ctx, op, mean=True)

@@ -11,7 +11,12 @@ import math
 from dialects.graph.optim import SgdUpdateOp
 from dialects.kernel import LaunchOp, ParamSlot
 from teeny_ir.core.derivations import Derivation, f32_bits, f32_from_bits
-from teeny_ir.kernels.lowering import Unlowerable, lowers, tensor_type, tile_profile
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    Unlowerable,
+    lowers,
+    tensor_type,
+)
 from teeny_ir.kernels.sgd_update.contract import HYPER, MAX_I32
 from teeny_ir.kernels.sgd_update.tiles import NUM_STAGES, NUM_WARPS, update_block
 
@@ -24,10 +29,10 @@ def literal(values: tuple[float, ...]) -> Derivation:
 
 
 @lowers(SgdUpdateOp)
-def lower_sgd_update(op: SgdUpdateOp) -> LaunchOp:
+def lower_sgd_update(ctx: LoweringContext, op: SgdUpdateOp) -> LaunchOp:
     """One launch of ``cdiv(N, BLOCK)`` programs; results: param', then buf'."""
     numel = math.prod(tensor_type(op.param).get_shape())
-    block = update_block(numel, tile_profile())
+    block = update_block(numel, ctx.profile)
     if numel > MAX_I32:
         raise Unlowerable(f"{numel} elements exceed the kernel's 32-bit limit")
     has_momentum = op.momentum_buffer is not None

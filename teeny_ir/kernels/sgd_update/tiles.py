@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import check_profile
+from teeny_ir.kernels.tiles import check_profile
 
 BLOCK = 1024
 """Elements of the flat parameter one program (or one loop step) updates."""

@@ -8,7 +8,15 @@ import math
 
 from dialects.graph.reduce import LogSoftmaxOp, SoftmaxOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import Unlowerable, batch_stride_expr, dim_expr, lowers, tensor_type
+from teeny_ir.core.symbols import BATCH, batch_times
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    Unlowerable,
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 from teeny_ir.kernels.softmax.rows import MAX_EXTENT, MAX_I32
 from teeny_ir.kernels.softmax.tiles import launch_config, row_tiles
 
@@ -41,8 +49,8 @@ def rows_expr(dims: list[tuple[str, str]]) -> str:
     """``N * OUTER * INNER`` as an expression over ``B``."""
     values = dict(dims)
     static = int(values["OUTER"]) * int(values["INNER"])
-    if values["N"] == "B":
-        return "B" if static == 1 else f"B * {static}"
+    if values["N"] == BATCH:
+        return batch_times(static)
     return str(int(values["N"]) * static)
 
 
@@ -74,12 +82,12 @@ def _lower(op: SoftmaxOp | LogSoftmaxOp, log: bool) -> LaunchOp:
 
 
 @lowers(SoftmaxOp)
-def lower_softmax(op: SoftmaxOp) -> LaunchOp:
+def lower_softmax(ctx: LoweringContext, op: SoftmaxOp) -> LaunchOp:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis``."""
     return _lower(op, log=False)
 
 
 @lowers(LogSoftmaxOp)
-def lower_log_softmax(op: LogSoftmaxOp) -> LaunchOp:
+def lower_log_softmax(ctx: LoweringContext, op: LogSoftmaxOp) -> LaunchOp:
     """``x - max - log(sum(exp(x - max)))`` along ``axis``."""
     return _lower(op, log=True)

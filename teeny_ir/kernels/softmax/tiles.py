@@ -3,7 +3,7 @@ functions the lowerings ask, so the tests can pin every variant they emit."""
 
 from __future__ import annotations
 
-from teeny_ir.kernels.conv_algorithms import check_profile
+from teeny_ir.kernels.tiles import check_profile
 
 TILE = 2048
 """Elements of one program's block: rows x reduced chunk."""

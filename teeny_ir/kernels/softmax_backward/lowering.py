@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dialects.graph.reduce import LogSoftmaxBackwardOp, SoftmaxBackwardOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import batch_stride_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import LoweringContext, batch_stride_expr, lowers, tensor_type
 from teeny_ir.kernels.softmax.lowering import rows_expr, view_dims
 from teeny_ir.kernels.softmax.tiles import launch_config, row_tiles
 
@@ -42,12 +42,12 @@ def _lower(op: SoftmaxBackwardOp | LogSoftmaxBackwardOp, log: bool) -> LaunchOp:
 
 
 @lowers(SoftmaxBackwardOp)
-def lower_softmax_backward(op: SoftmaxBackwardOp) -> LaunchOp:
+def lower_softmax_backward(ctx: LoweringContext, op: SoftmaxBackwardOp) -> LaunchOp:
     """``y * (dy - sum(dy * y))`` along ``axis``."""
     return _lower(op, log=False)
 
 
 @lowers(LogSoftmaxBackwardOp)
-def lower_log_softmax_backward(op: LogSoftmaxBackwardOp) -> LaunchOp:
+def lower_log_softmax_backward(ctx: LoweringContext, op: LogSoftmaxBackwardOp) -> LaunchOp:
     """``dy - exp(y) * sum(dy)`` along ``axis``."""
     return _lower(op, log=True)

@@ -15,12 +15,12 @@ from teeny_ir.kernels.concat.lowering import (
     slot,
 )
 from teeny_ir.kernels.concat.rows import PARTS
-from teeny_ir.kernels.lowering import batch_stride_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import LoweringContext, batch_stride_expr, lowers, tensor_type
 from teeny_ir.kernels.split.contract import STRIDES
 
 
 @lowers(SplitOp)
-def lower_split(op: SplitOp) -> LaunchOp:
+def lower_split(ctx: LoweringContext, op: SplitOp) -> LaunchOp:
     """One launch over the source; output slots past the op's are bound to ``out0``
     with ``INNER_k = 0`` (never written)."""
     outputs = list(op.outputs)

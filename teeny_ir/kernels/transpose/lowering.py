@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX
 from dialects.graph.structure import TransposeOp
 from dialects.kernel import LaunchOp, ReshapeOp
 from teeny_ir.kernels.lowering import (
+    LoweringContext,
     Unlowerable,
     batch_stride_expr,
     count_expr,
@@ -40,7 +41,7 @@ def is_view(shape: Sequence[int], perm: Sequence[int]) -> bool:
 
 
 @lowers(TransposeOp)
-def lower_transpose(op: TransposeOp) -> LaunchOp | ReshapeOp:
+def lower_transpose(ctx: LoweringContext, op: TransposeOp) -> LaunchOp | ReshapeOp:
     """A view where `is_view`, else one launch over the output."""
     source, result = tensor_type(op.input), tensor_type(op.result)
     shape, perm = source.get_shape(), list(op.perm)

@@ -6,12 +6,18 @@ from __future__ import annotations
 
 from dialects.graph.pool import UpsampleNearest2dOp
 from dialects.kernel import LaunchOp
-from teeny_ir.kernels.lowering import batch_stride_expr, dim_expr, lowers, tensor_type
+from teeny_ir.kernels.lowering import (
+    LoweringContext,
+    batch_stride_expr,
+    dim_expr,
+    lowers,
+    tensor_type,
+)
 from teeny_ir.kernels.upsample_nearest2d.tiles import launch_config
 
 
 @lowers(UpsampleNearest2dOp)
-def lower_upsample_nearest2d(op: UpsampleNearest2dOp) -> LaunchOp:
+def lower_upsample_nearest2d(ctx: LoweringContext, op: UpsampleNearest2dOp) -> LaunchOp:
     """``y[n, c, i, j] = x[n, c, i // sh, j // sw]`` as one launch."""
     batch, channels, height, width = tensor_type(op.input).get_shape()
     out_h, out_w = tensor_type(op.result).get_shape()[2:]

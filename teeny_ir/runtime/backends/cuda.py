@@ -45,12 +45,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from teeny_ir.backend import memory
+from teeny_ir.backend.kernel_files import CUBIN_BYTES, read_regular
 from teeny_ir.backend.plan import (
     BATCH,
     Arg,
     CompiledSpec,
     KernelSpec,
     LaunchSpec,
+    PlanError,
     TensorSpec,
     ViewSpec,
 )
@@ -360,7 +362,12 @@ class CudaSession:
 
     def _load(self, spec: CompiledSpec) -> Any:
         """Load one cubin and get its function (opting in to its shared memory)."""
-        image = ctypes.create_string_buffer((self.directory / spec.cubin).read_bytes())
+        try:  # as load_plan read it: a FIFO swapped in since is refused, never waited on
+            data = read_regular(self.directory / spec.cubin, CUBIN_BYTES)
+        except OSError as err:
+            reason = err.strerror or err
+            raise PlanError(f"cubin '{spec.cubin}' cannot be read: {reason}") from None
+        image = ctypes.create_string_buffer(data)
         module = self._call("cuModuleLoadData", ctypes.addressof(image))
         self._modules.append(module)
         function = self._call("cuModuleGetFunction", module, spec.name.encode("ascii"))

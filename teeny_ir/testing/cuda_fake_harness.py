@@ -1,8 +1,8 @@
 """Run a plan on the cuda backend over a fake driver that interprets every
-launch (`teeny_ir.runtime.backends.fake_cuda.Interpreting`).
+launch (`teeny_ir.testing.fake_cuda.Interpreting`).
 
-Usage: ``python cuda_fake_harness.py REQUEST.json RESULTS.npz``, with
-``TRITON_INTERPRET=1`` (a process of its own: Triton reads it at import).
+Usage: ``python -m teeny_ir.testing.cuda_fake_harness REQUEST.json RESULTS.npz``,
+with ``TRITON_INTERPRET=1`` (a process of its own: Triton reads it at import).
 REQUEST.json is ``{"plan": DIR, "weights": W.safetensors, "inputs": X.npz,
 "mode": "run" | "train", "steps": N}``; X.npz holds ``step{s}_in{i}`` (train) or
 ``in{i}`` (run). RESULTS.npz gets ``output_{k}`` (run), or ``step{s}_result{k}``,
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
 def main(request_file: str, results_file: str) -> int:
@@ -28,7 +29,7 @@ def main(request_file: str, results_file: str) -> int:
     from teeny_ir import runtime
     from teeny_ir.kernels.families import FAMILIES
     from teeny_ir.runtime.backends import cuda
-    from teeny_ir.runtime.backends.fake_cuda import FakeDriver, Interpreting
+    from teeny_ir.testing.fake_cuda import FakeDriver, Interpreting
 
     request = json.loads(Path(request_file).read_text(encoding="utf-8"))
     executable = runtime.load(request["plan"])
@@ -43,7 +44,7 @@ def main(request_file: str, results_file: str) -> int:
     cuda._load_driver = lambda: driver  # the backend imports its driver through this
     weights = runtime.read_weights(request["weights"])
     arrays = dict(np.load(request["inputs"], allow_pickle=False))
-    results: dict[str, np.ndarray] = {}
+    results: dict[str, Any] = {}  # arrays, for np.savez
     count = len(plan.inputs)
     if request["mode"] == "run":
         inputs = [arrays[f"in{i}"] for i in range(count)]
@@ -51,7 +52,7 @@ def main(request_file: str, results_file: str) -> int:
             results[f"output_{k}"] = output
     else:
         if request.get("round_trip"):  # no parameter carried: the fallback session
-            cuda.CARRIED_KINDS = ()
+            cuda.CARRIED_KINDS = ()  # type: ignore[assignment]  # this process only
         trainer = executable.trainer(weights, backend="cuda")
         with trainer:
             results["resident"] = np.array(isinstance(trainer._session, cuda.CudaTrainingSession))

@@ -1,7 +1,7 @@
-// RUN: teeny-opt %s -p fuse-conv-bn-act --split-input-file --verify-diagnostics
-// RUN: teeny-opt %s -p 'fuse-conv-bn-act{mode=training}' --split-input-file 2>&1 | filecheck %s --check-prefix=TRAIN
+// RUN: teeny-opt %s -p fuse-epilogues --split-input-file --verify-diagnostics
+// RUN: teeny-opt %s -p 'fuse-epilogues{mode=training}' --split-input-file 2>&1 | filecheck %s --check-prefix=TRAIN
 
-// fuse-conv-bn-act refuses nothing: a blocked fusion leaves the ops as they are
+// fuse-epilogues refuses nothing: a blocked fusion leaves the ops as they are
 // and says why in a remark at the op that was not fused. (The TRAIN lines check
 // the training-mode remarks, which are printed before the IR.)
 
@@ -10,7 +10,7 @@ func.func @bn_result_two_users(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>,
   %w = graph.param "w" : tensor<4x2x1x1xf32>
   %g = graph.param "g" : tensor<4xf32>
   %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds batch-norm statistics
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds batch-norm statistics
   %n = graph.batch_norm %c, %g, %g, %g, %g : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
   // expected-remark@+1 {{not fused: the graph.batch_norm result has 2 uses}}
   %y = graph.silu %n : tensor<?x4x4x4xf32>
@@ -23,7 +23,7 @@ func.func @bn_result_two_users(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>,
 func.func @conv_result_two_users(%x: tensor<?x2x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
   %w = graph.param "w" : tensor<4x2x1x1xf32>
   %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.conv2d result has 2 uses
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.conv2d result has 2 uses
   // expected-remark@+1 {{not fused: the graph.conv2d result has 2 uses}}
   %y = graph.relu %c : tensor<?x4x4x4xf32>
   func.return %c, %y : tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>
@@ -58,7 +58,7 @@ func.func @bn_operand_not_a_param(%x: tensor<?x2x4x4xf32>, %mean: tensor<4xf32>)
 func.func @bias_add_bias_not_a_param(%x: tensor<?x2x4x4xf32>, %b: tensor<4xf32>) -> tensor<?x4x4x4xf32> {
   %w = graph.param "w" : tensor<4x2x1x1xf32>
   %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the bias of graph.bias_add is not a graph.param
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the bias of graph.bias_add is not a graph.param
   // expected-remark@+1 {{not fused: the bias of graph.bias_add is not a graph.param}}
   %y = graph.bias_add %c, %b : (tensor<?x4x4x4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
@@ -79,7 +79,7 @@ func.func @second_bias(%x: tensor<?x2x4x4xf32>) -> tensor<?x4x4x4xf32> {
 // -----
 
 func.func @conv_weight_not_a_param(%x: tensor<?x2x4x4xf32>, %w: tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32> {
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the convolution weight is not a graph.param
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the convolution weight is not a graph.param
   // expected-remark@+1 {{not fused: the convolution weight is not a graph.param}}
   %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
   %y = graph.silu %c : tensor<?x4x4x4xf32>
@@ -103,7 +103,7 @@ func.func @bn_in_training_mode(%x: tensor<?x2x4x4xf32>) -> tensor<?x4x4x4xf32> {
   %w = graph.param "w" : tensor<4x2x1x1xf32>
   %g = graph.param "g" : tensor<4xf32>
   %c = graph.conv2d %x, %w : (tensor<?x2x4x4xf32>, tensor<4x2x1x1xf32>) -> tensor<?x4x4x4xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds batch-norm statistics
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds batch-norm statistics
   %n = graph.batch_norm %c, %g, %g, %g, %g : (tensor<?x4x4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
   func.return %n : tensor<?x4x4x4xf32>
 }
@@ -117,7 +117,7 @@ func.func @residual_computed_after_the_conv(%x: tensor<?x4x4x4xf32>) -> tensor<?
   %c = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
   %y = graph.silu %c : tensor<?x4x4x4xf32>
   %r = graph.relu %x : tensor<?x4x4x4xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: mode=training never folds a residual graph.add
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: mode=training never folds a residual graph.add
   // expected-remark@+1 {{not fused: the residual operand of graph.add is computed after the convolution}}
   %z = graph.add %r, %y : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %z : tensor<?x4x4x4xf32>
@@ -145,7 +145,7 @@ func.func @residual_broadcasts(%x: tensor<?x4x4x4xf32>, %r: tensor<4x1x1xf32>, %
 func.func @residual_chain_value_two_users(%x: tensor<?x4x4x4xf32>) -> (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) {
   %w = graph.param "w" : tensor<4x4x1x1xf32>
   %c = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.conv2d result has 2 uses
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.conv2d result has 2 uses
   // expected-remark@+1 {{not fused: the graph.conv2d result has 2 uses}}
   %z = graph.add %x, %c : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   %d = graph.conv2d %x, %w : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>) -> tensor<?x4x4x4xf32>
@@ -175,7 +175,7 @@ func.func @residual_in_training_mode(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4x
   %b = graph.param "b" : tensor<4xf32>
   %c = graph.conv2d %x, %w, %b : (tensor<?x4x4x4xf32>, tensor<4x4x1x1xf32>, tensor<4xf32>) -> tensor<?x4x4x4xf32>
   %y = graph.silu %c : tensor<?x4x4x4xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds a residual graph.add
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 1]]:8: remark: not fused: mode=training never folds a residual graph.add
   %z = graph.add %y, %x : (tensor<?x4x4x4xf32>, tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %z : tensor<?x4x4x4xf32>
 }
@@ -186,7 +186,7 @@ func.func @residual_in_training_mode(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4x
 func.func @linear_result_two_users(%x: tensor<?x4xf32>) -> (tensor<?x3xf32>, tensor<?x3xf32>) {
   %w = graph.param "w" : tensor<3x4xf32>
   %l = graph.linear %x, %w : (tensor<?x4xf32>, tensor<3x4xf32>) -> tensor<?x3xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.linear result has 2 uses
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the graph.linear result has 2 uses
   // expected-remark@+1 {{not fused: the graph.linear result has 2 uses}}
   %y = graph.relu %l : tensor<?x3xf32>
   func.return %l, %y : tensor<?x3xf32>, tensor<?x3xf32>
@@ -200,12 +200,12 @@ func.func @linear_bias_add_blocked(%x: tensor<?x4xf32>, %v: tensor<?x3x4xf32>) -
   %w = graph.param "w" : tensor<3x4xf32>
   %b = graph.param "b" : tensor<3xf32>
   %l = graph.linear %x, %w, %b : (tensor<?x4xf32>, tensor<3x4xf32>, tensor<3xf32>) -> tensor<?x3xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the linear layer already has a bias
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: the linear layer already has a bias
   // expected-remark@+1 {{not fused: the linear layer already has a bias}}
   %a = graph.bias_add %l, %b : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
   %y = graph.relu %a : tensor<?x3xf32>
   %m = graph.linear %v, %w : (tensor<?x3x4xf32>, tensor<3x4xf32>) -> tensor<?x3x3xf32>
-  // TRAIN: fuse-conv-bn-act-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: graph.bias_add adds along dimension 1, not the output features of a linear layer of rank > 2
+  // TRAIN: fuse-epilogues-invalid.mlir:[[# @LINE + 2]]:8: remark: not fused: graph.bias_add adds along dimension 1, not the output features of a linear layer of rank > 2
   // expected-remark@+1 {{not fused: graph.bias_add adds along dimension 1, not the output features of a linear layer of rank > 2}}
   %c = graph.bias_add %m, %b : (tensor<?x3x3xf32>, tensor<3xf32>) -> tensor<?x3x3xf32>
   %z = graph.relu %c : tensor<?x3x3xf32>

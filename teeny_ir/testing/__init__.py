@@ -13,8 +13,20 @@ norms, softmax, whole models).
 does); `assert_close` raises `AssertionError` with `Comparison.reason`.
 `assert_round_trips` is the shared print -> parse -> print check.
 
-A test and bench helper: nothing in the compiler imports it (layer 5 of
-tests/test_layering.py), so parsing never pays for numpy.
+The package's modules, for the tests and the benches (nothing in the compiler
+imports any of them: layer 5 of tests/test_layering.py, so parsing never pays
+for numpy), each imported only by who needs it:
+
+- `teeny_ir.testing.kernels`: kernel-test cases (`~teeny_ir.testing.kernels.Case`),
+  one interpreter run for many of them (`~teeny_ir.testing.kernels.run_cases`),
+  the canary constants and the check of a run (`~teeny_ir.testing.kernels.problems`);
+- `teeny_ir.testing.kernel_harness`: the process `run_cases` starts, which runs
+  triton in interpreter mode (with `teeny_ir.testing.cuda_fake_harness`, the only
+  modules here that do, each in a process of its own);
+- `teeny_ir.testing.variants`: every pointwise-table entry with sample option values;
+- `teeny_ir.testing.sample_plan`: a small hand-written launch plan and its reference;
+- `teeny_ir.testing.fake_cuda` and `teeny_ir.testing.cuda_fake_harness`: a fake
+  ``cuda.bindings.driver`` for the cuda backend, and a process running a plan on it.
 """
 
 from __future__ import annotations

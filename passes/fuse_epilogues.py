@@ -1,7 +1,12 @@
-"""fuse-conv-bn-act: fold a convolution's epilogue chain into one graph.fused_conv2d.
+"""fuse-epilogues: fold the epilogue chain that follows a convolution, a linear
+layer, a matmul or a batch norm into that op.
 
-The chain is ``conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add]``
-(in this order, each part optional), every intermediate result used once. The
+Formerly fuse-conv-bn-act, which pipelines may still name (a registered alias,
+`teeny_ir.driver.pass_registry.ALIASES`): the pass outgrew convolutions.
+
+For a convolution the chain is
+``conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add]`` (in this
+order, each part optional), every intermediate result used once. The
 epilogue becomes two per-channel derivations (`teeny_ir.core.derivations`), so the
 BN fold is never computed here: ``scale = bn_scale``, ``shift = bn_shift`` with
 the bias folded in; a bias alone gives ``fill(1.0)`` / ``identity(bias)``; an
@@ -504,7 +509,7 @@ class FuseNormChain(RewritePattern):
         self.fusions += 1
 
 
-def fuse_conv_bn_act_patterns(mode: Mode, engine: DiagnosticEngine) -> list[RewritePattern]:
+def fuse_epilogue_patterns(mode: Mode, engine: DiagnosticEngine) -> list[RewritePattern]:
     """The pass's patterns (remarks on blocked fusions go to ``engine``): the
     convolution chain first, the standalone batch norm's (inference only) last."""
     patterns: list[RewritePattern] = [
@@ -518,13 +523,15 @@ def fuse_conv_bn_act_patterns(mode: Mode, engine: DiagnosticEngine) -> list[Rewr
 
 
 @dataclass(frozen=True)
-class FuseConvBnActPass(ModulePass):
-    """Fuse conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add] into
-    graph.fused_conv2d; linear -> [bias] -> [activation] into one graph.linear
-    and matmul -> [bias] -> [activation] into one graph.matmul (the bias a
-    graph.add of a [N] graph.param along the last dimension, or a bias_add of a
-    rank-2 linear); and an inference batch_norm -> activation not preceded by
-    a fusable convolution into one graph.batch_norm with ``activation``.
+class FuseEpiloguesPass(ModulePass):
+    """Fold epilogues (bias, batch norm, activation, residual add) into the op they follow.
+
+    conv2d -> [bias_add] -> [batch_norm] -> [activation] -> [add] becomes one
+    graph.fused_conv2d; linear -> [bias] -> [activation] one graph.linear and
+    matmul -> [bias] -> [activation] one graph.matmul (the bias a graph.add of
+    a [N] graph.param along the last dimension, or a bias_add of a rank-2
+    linear); and an inference batch_norm -> activation not preceded by a
+    fusable convolution one graph.batch_norm with ``activation``.
 
     Expects graph ops (best after split-bias; a conv2d that still has its bias
     operand is folded the same way). Each chain of single-use ops becomes one
@@ -550,13 +557,13 @@ class FuseConvBnActPass(ModulePass):
     ``not fused: <reason>``.
     """
 
-    name = "fuse-conv-bn-act"
+    name = "fuse-epilogues"
     anchors: ClassVar[tuple[str, ...]] = ("builtin.module", "func.func")
 
     mode: Mode = "inference"
 
     def apply(self, ctx: Context, op: Operation) -> None:
-        patterns = fuse_conv_bn_act_patterns(self.mode, engine_of(ctx))
+        patterns = fuse_epilogue_patterns(self.mode, engine_of(ctx))
         # One sweep, so each blocked fusion is remarked on once.
         walker = PatternRewriteWalker(
             GreedyRewritePatternApplier(patterns, dce_enabled=False),
@@ -568,8 +575,8 @@ class FuseConvBnActPass(ModulePass):
         # context while it collects them (passes do not import the driver).
         sink = getattr(ctx, "_teeny_pass_statistics", None)
         if sink is not None:
-            # Linear, matmul and batch-norm chains count as fusions too (the
-            # description is pinned by lit_tests/teeny-opt/pass-statistics.mlir).
+            # Every pattern's chains count (lit_tests/teeny-opt/pass-statistics.mlir
+            # pins the descriptions).
             counted = [
                 p for p in patterns if isinstance(p, FuseConvChain | _FuseGemmChain | FuseNormChain)
             ]
@@ -577,7 +584,7 @@ class FuseConvBnActPass(ModulePass):
             sink.add(
                 "fusions",
                 sum(p.fusions for p in counted),
-                "Number of conv chains fused into one op",
+                "Number of epilogue chains fused into one op",
             )
             sink.add(
                 "not-fused",

@@ -1,55 +1,30 @@
-"""The `kernel` dialect: the seed's RuntimeOp contract as IR.
-
-After lower-graph-to-kernel a function is a weight table and launches (one
-line each when printed; see `LaunchOp` for the syntax)::
-
-    kernel.weight "model.0.conv.weight" : tensor<37x37x1x1xf32>
-    %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, ..., ACTIVATION = "silu"}
-        params [w : tensor<37x37xf32> = #derive.param<reshape("model.0.conv.weight") : [37, 37]>, ...]
-        args [x = in0, w = param.w, ..., y = out0, B = "B", C_IN = "37", ..., M = "63", ...]
-        grid ["B * cdiv(63, 64) * cdiv(37, 64)", "1", "1"] warps 4 stages 2
-        : (tensor<?x37x7x9xf32>) -> tensor<?x37x7x9xf32>
-
-The verifier proves what the runtime relies on: bindings match the family's
-ABI (`teeny_ir.kernels.families`), constexprs its table, and for every batch
-1..64 the grid covers the family's tile model within the hardware's limits;
-parameter slots fit the function's ``kernel.weight`` table. Args and grid
-form one launch; a later ``launches`` list (the seed's ``n_launches``) would
-hold several per op.
-"""
+"""The kernel dialect's ops: ``kernel.launch`` (one launch of a kernel family),
+``kernel.param`` (weights as a value) and the views that cost no launch
+(``kernel.slice``, ``kernel.reshape``, ``kernel.concat``). ``kernel.weight``,
+the function's weight table, is in `dialects.kernel.weights`."""
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from xdsl.dialects.builtin import (
-    DYNAMIC_INDEX,
     I64,
     ArrayAttr,
     DictionaryAttr,
-    Float32Type,
-    IntAttr,
     IntegerAttr,
-    NoneAttr,
     StringAttr,
     TensorType,
-    UnitAttr,
     f32,
     i64,
 )
-from xdsl.dialects.func import FuncOp
-from xdsl.ir import Attribute, Block, Dialect, Operation, ParametrizedAttribute, SSAValue
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
-    irdl_attr_definition,
     irdl_op_definition,
     operand_def,
-    opt_prop_def,
     prop_def,
     result_def,
     traits_def,
@@ -60,290 +35,37 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.derive import DerivationAttr
+from dialects.kernel.attributes import (
+    ArgBindingAttr,
+    ParamSlot,
+    ParamSlotAttr,
+    batch_stride,
+    is_batch_tensor,
+    is_strided,
+    parse_binding_body,
+    parse_slot_body,
+    print_binding_body,
+    print_name,
+    print_slot_body,
+    symbolic_shape,
+)
+from dialects.kernel.bindings import (
+    check_bindings,
+    check_slots,
+    constexpr_value,
+    constexpr_values,
+    element_types,
+)
+from dialects.kernel.weights import enclosing_function, weight_table
 from teeny_ir.core.derivations import Derivation
-from teeny_ir.ir.format import parse_attr_dict, parse_tensor_type, parse_utf8_literal
-from teeny_ir.ir.verifier import verification_memo
+from teeny_ir.core.symbols import format_binding
+from teeny_ir.ir.format import parse_tensor_type
 from teeny_ir.kernels import validator
-from teeny_ir.kernels.contract import KernelFamily, element_type_of
-from teeny_ir.kernels.validator import BATCH, LaunchContract
+from teeny_ir.kernels.validator import LaunchContract
 
 if TYPE_CHECKING:
-    from xdsl.parser import AttrParser, Parser
+    from xdsl.parser import Parser
     from xdsl.printer import Printer
-
-_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_REFERENCE = re.compile(r"(in|out)(0|[1-9][0-9]*)|param\.([A-Za-z_][A-Za-z0-9_]*)")
-_REFERENCE_FORMS = {"input": "in<N>", "output": "out<N>", "param": "param.<slot>"}
-
-
-def _print_name(printer: Printer, name: str) -> None:
-    """An identifier bare, anything else as a string literal (both parse back)."""
-    if _IDENTIFIER.fullmatch(name):
-        printer.print_string(name)
-    else:
-        printer.print_string_literal(name)
-
-
-@functools.lru_cache(maxsize=4096)
-def _is_batch_tensor(
-    type_: Attribute, *, static: bool, strided: bool = False, element: str = "f32"
-) -> bool:
-    """An f32 (``element="i64"``: i64) tensor, sizes >= 1, ``?`` only at
-    dimension 0 (and nowhere if ``static``), without encoding - or, with
-    ``strided``, possibly a `BatchStrideAttr` one whose stride covers an image."""
-    if not isinstance(type_, TensorType):
-        return False
-    if element == "i64" and type_.element_type != i64:
-        return False
-    if element != "i64" and not isinstance(type_.element_type, Float32Type):
-        return False
-    if type_.encoding != NoneAttr():
-        if not strided or not isinstance(type_.encoding, BatchStrideAttr):
-            return False
-        shape = type_.get_shape()
-        if len(shape) < 2 or type_.encoding.stride < math.prod(shape[1:]):
-            return False
-    shape = type_.get_shape()
-    dynamic_ok = () if static else (0,)
-    return all(d >= 1 or (d == DYNAMIC_INDEX and i in dynamic_ok) for i, d in enumerate(shape))
-
-
-@irdl_attr_definition
-class BatchStrideAttr(ParametrizedAttribute):
-    """The layout of a batch-strided tensor, as its type's encoding::
-
-        tensor<?x16x8x8xf32, #kernel.batch_stride<3072>>
-
-    Each image (``shape[1:]``) is contiguous, and consecutive images are
-    ``stride`` elements apart: a view of channels of a larger NCHW buffer (a
-    ``kernel.slice`` of it, or an operand that a ``kernel.concat`` places in its
-    buffer). A type without encoding is contiguous."""
-
-    name = "kernel.batch_stride"
-
-    stride_attr: IntAttr
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            start = parser.pos
-            value = parser.parse_integer(allow_boolean=False, allow_negative=False)
-            if value < 1 or value > 2**31 - 1:
-                parser.raise_error("a batch stride must be in 1..2**31-1", start, parser.pos)
-        return [IntAttr(value)]
-
-    def print_parameters(self, printer: Printer) -> None:
-        printer.print_string(f"<{self.stride}>")
-
-    @property
-    def stride(self) -> int:
-        return self.stride_attr.data
-
-
-def batch_stride(type_: TensorType) -> int:
-    """Elements between consecutive images of a tensor of ``type_``."""
-    if isinstance(type_.encoding, BatchStrideAttr):
-        return type_.encoding.stride
-    return math.prod(type_.get_shape()[1:])
-
-
-def is_strided(type_: Attribute) -> bool:
-    """Whether ``type_`` is a batch-strided view (not contiguous)."""
-    return isinstance(type_, TensorType) and isinstance(type_.encoding, BatchStrideAttr)
-
-
-def with_batch_stride(type_: TensorType, stride: int | None) -> TensorType:
-    """``type_`` with the given batch stride; contiguous (no encoding) when
-    ``stride`` is None or equals the image size."""
-    shape = type_.get_shape()
-    if stride is None or stride == math.prod(shape[1:]):
-        return TensorType(type_.element_type, shape)
-    return TensorType(type_.element_type, shape, BatchStrideAttr(IntAttr(stride)))
-
-
-def symbolic_shape(type_: TensorType) -> list[int | str]:
-    """A result type as the plan writes output shapes: ``?`` becomes ``"B"``."""
-    return [BATCH if d == DYNAMIC_INDEX else d for d in type_.get_shape()]
-
-
-# Attributes
-
-
-@dataclass(frozen=True)
-class ParamSlot:
-    """A kernel parameter: a static f32 tensor computed from weights by ``derivation``."""
-
-    name: str
-    shape: tuple[int, ...]
-    derivation: Derivation
-
-
-@irdl_attr_definition
-class ParamSlotAttr(ParametrizedAttribute):
-    """One parameter slot of a launch::
-
-    #kernel.slot<w : tensor<37x37xf32> = #derive.param<reshape("w0") : [37, 37]>>
-    """
-
-    name = "kernel.slot"
-
-    slot_name: StringAttr
-    slot_type: Attribute
-    derivation: DerivationAttr
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            return _parse_slot_body(parser)
-
-    def print_parameters(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            _print_slot_body(printer, self)
-
-    def slot(self) -> ParamSlot:
-        shape = self.slot_type.get_shape() if isinstance(self.slot_type, TensorType) else ()
-        return ParamSlot(self.slot_name.data, tuple(shape), self.derivation.data)
-
-
-def _parse_slot_body(parser: AttrParser) -> list[Attribute]:
-    name = parser.parse_identifier_or_str_literal(" (a parameter slot name)")
-    parser.parse_punctuation(":")
-    type_ = parser.parse_type()
-    parser.parse_punctuation("=")
-    start = parser.pos
-    derivation = parser.parse_attribute()
-    if not isinstance(derivation, DerivationAttr):
-        parser.raise_error("expected a #derive.param<...> after '='", start, parser.pos)
-    return [StringAttr(name), type_, derivation]
-
-
-def _print_slot_body(printer: Printer, slot: ParamSlotAttr) -> None:
-    _print_name(printer, slot.slot_name.data)
-    printer.print_string(" : ")
-    printer.print_attribute(slot.slot_type)
-    printer.print_string(" = ")
-    printer.print_attribute(slot.derivation)
-
-
-@irdl_attr_definition
-class ArgBindingAttr(ParametrizedAttribute):
-    """What one ABI argument of a launch receives: ``in<N>``, ``out<N>`` or
-    ``param.<slot>`` for pointers (printed bare), or an expression over ``B``
-    (printed as a string)::
-
-    #kernel.arg<x = in0>    #kernel.arg<M = "63">
-    """
-
-    name = "kernel.arg"
-
-    arg_name: StringAttr
-    binding: StringAttr
-
-    @classmethod
-    def parse_parameters(cls, parser: AttrParser) -> list[Attribute]:
-        with parser.in_angle_brackets():
-            return _parse_binding_body(parser)
-
-    def print_parameters(self, printer: Printer) -> None:
-        with printer.in_angle_brackets():
-            _print_binding_body(printer, self)
-
-
-def _parse_binding_body(parser: AttrParser) -> list[Attribute]:
-    name = parser.parse_identifier_or_str_literal(" (an argument name)")
-    parser.parse_punctuation("=")
-    binding = parser.parse_identifier_or_str_literal(
-        " (in<N>, out<N>, param.<slot> or an expression string)"
-    )
-    return [StringAttr(name), StringAttr(binding)]
-
-
-def _print_binding_body(printer: Printer, arg: ArgBindingAttr) -> None:
-    _print_name(printer, arg.arg_name.data)
-    printer.print_string(" = ")
-    if _REFERENCE.fullmatch(arg.binding.data):
-        printer.print_string(arg.binding.data)
-    else:
-        printer.print_string_literal(arg.binding.data)
-
-
-# Ops
-
-
-@irdl_op_definition
-class WeightOp(IRDLOperation):
-    """Declares a weight of the function: its state-dict name and static f32 type.
-
-    The declarations form the function's weight table; launches' derivations
-    may read only declared weights, with fitting shapes. No results: kernels
-    read weights only through parameter slots.
-
-        kernel.weight "model.0.conv.weight" : tensor<37x37x1x1xf32>
-        kernel.weight "model.0.conv.weight.momentum_buffer" zero_default : tensor<...>
-
-    ``zero_default`` marks optimizer state that is zero when absent from the weights.
-    """
-
-    name = "kernel.weight"
-
-    weight_name_attr = prop_def(StringAttr, prop_name="weight_name")
-    weight_type = prop_def(TensorType, prop_name="type")
-    zero_default_attr = opt_prop_def(UnitAttr, prop_name="zero_default")
-
-    def __init__(self, name: str, type: TensorType, *, zero_default: bool = False):
-        super().__init__(
-            properties={
-                "weight_name": StringAttr(name),
-                "type": type,
-                "zero_default": UnitAttr() if zero_default else None,
-            }
-        )
-
-    @property
-    def zero_default(self) -> bool:
-        """Optimizer state that starts at zero when the weights lack it (the
-        graph.param's ``zero_default``)."""
-        return self.zero_default_attr is not None
-
-    @property
-    def weight_name(self) -> str:
-        """The dotted PyTorch state-dict key."""
-        return self.weight_name_attr.data
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.weight_type.get_shape()
-
-    def verify_(self) -> None:
-        if not self.weight_name:
-            raise VerifyException("expected a non-empty weight name")
-        if not _is_batch_tensor(self.weight_type, static=True):
-            raise VerifyException(
-                f"weight '{self.weight_name}' must be a static f32 tensor with sizes >= 1, "
-                f"got {self.weight_type}"
-            )
-        first = _first_declarations(self.parent_block()).get(self.weight_name, self)
-        if first is not self:
-            raise VerifyException(f"weight '{self.weight_name}' is already declared")
-
-    @classmethod
-    def parse(cls, parser: Parser) -> WeightOp:
-        name = parse_utf8_literal(parser, "weight name")
-        zero_default = parser.parse_optional_keyword("zero_default") is not None
-        attributes = parse_attr_dict(parser, ("weight_name", "type", "zero_default"))
-        parser.parse_punctuation(":")
-        op = cls(name, parse_tensor_type(parser), zero_default=zero_default)
-        op.attributes.update(attributes)
-        return op
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_string_literal(self.weight_name)
-        if self.zero_default:
-            printer.print_string(" zero_default")
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.weight_type)
 
 
 @irdl_op_definition
@@ -411,7 +133,7 @@ class LaunchOp(IRDLOperation):
         return {
             k: value
             for k, v in self.constexprs_attr.data.items()
-            if (value := _constexpr_value(v)) is not None
+            if (value := constexpr_value(v)) is not None
         }
 
     @property
@@ -448,41 +170,42 @@ class LaunchOp(IRDLOperation):
             family = validator.family_of(self.family)
         except validator.ContractError as err:
             raise VerifyException(str(err)) from None
-        elements = _element_types(family, self.arg_bindings)
-        for what, prefix, values in (
-            ("operand", "in", self.inputs),
-            ("result", "out", self.outputs),
-        ):
-            for index, value in enumerate(values):
-                element = elements.get(f"{prefix}{index}", "f32")
-                if not _is_batch_tensor(value.type, static=False, strided=True, element=element):
-                    raise VerifyException(
-                        f"{what} #{index} must be an {element} tensor with sizes >= 1 whose "
-                        "only dynamic dimension is the batch (0), contiguous or with a "
-                        f"#kernel.batch_stride covering an image, got {value.type}"
-                    )
-        constexprs = _constexpr_values(family, self.constexprs_attr.data)
-        slots = _check_slots(self.params_attr.data)
-        _check_bindings(family, self.arg_bindings, self, slots)
+        elements = element_types(family, self.arg_bindings)
+        for reference, what, value in self._tensors():
+            element = elements.get(reference, "f32")
+            if not is_batch_tensor(value.type, static=False, strided=True, element=element):
+                raise VerifyException(
+                    f"{what} must be an {element} tensor with sizes >= 1 whose "
+                    "only dynamic dimension is the batch (0), contiguous or with a "
+                    f"#kernel.batch_stride covering an image, got {value.type}"
+                )
+        constexprs = constexpr_values(family, self.constexprs_attr.data)
+        slots = check_slots(self.params_attr.data)
+        check_bindings(family, self.arg_bindings, len(self.inputs), len(self.outputs), slots)
         try:
             validator.validate(self.contract(constexprs))
         except validator.ContractError as err:
             raise VerifyException(str(err)) from None
+
+    def _tensors(self) -> list[tuple[str, str, SSAValue]]:
+        """(reference, name in messages, value) of each operand (``in<N>``,
+        operand #N), then of each result (``out<N>``, result #N)."""
+        return [
+            (format_binding("in", i), f"operand #{i}", v) for i, v in enumerate(self.inputs)
+        ] + [(format_binding("out", i), f"result #{i}", v) for i, v in enumerate(self.outputs)]
 
     def contract(self, constexprs: Mapping[str, int | str] | None = None) -> LaunchContract:
         """This launch as the validator sees it: pointers bound to ``in<N>``,
         ``out<N>`` and ``param.<slot>``, with their tensor types' shapes."""
         values = self.constexpr_values if constexprs is None else constexprs
         tensors: list[tuple[str, tuple[int | str, ...]]] = []
-        for prefix, group in (("in", self.inputs), ("out", self.outputs)):
-            for index, value in enumerate(group):
-                assert isinstance(value.type, TensorType)  # checked by check_plan
-                tensors.append((f"{prefix}{index}", tuple(symbolic_shape(value.type))))
-        tensors += [(f"param.{s.name}", s.shape) for s in self.param_slots]
+        for reference, _, value in self._tensors():
+            assert isinstance(value.type, TensorType)  # checked by check_plan
+            tensors.append((reference, tuple(symbolic_shape(value.type))))
+        tensors += [(format_binding("param", s.name), s.shape) for s in self.param_slots]
         strides = tuple(
-            (f"{prefix}{index}", batch_stride(value.type))
-            for prefix, group in (("in", self.inputs), ("out", self.outputs))
-            for index, value in enumerate(group)
+            (reference, batch_stride(value.type))
+            for reference, _, value in self._tensors()
             if isinstance(value.type, TensorType) and is_strided(value.type)
         )
         return LaunchContract(
@@ -499,10 +222,7 @@ class LaunchOp(IRDLOperation):
     def check_weight_table(self) -> None:
         """Every derivation source is declared by a ``kernel.weight`` of the
         enclosing function, with a shape that fits the derivation."""
-        function = self.parent_op()
-        while function is not None and not isinstance(function, FuncOp):
-            function = function.parent_op()
-        table = _weight_table(function)
+        table = weight_table(enclosing_function(self))
         for slot in self.params_attr:
             name, derivation = slot.slot_name.data, slot.derivation.data
             for source in derivation.sources:
@@ -526,13 +246,13 @@ class LaunchOp(IRDLOperation):
         if parser.parse_optional_keyword("params") is not None:
             params = parser.parse_comma_separated_list(
                 parser.Delimiter.SQUARE,
-                lambda: ParamSlotAttr.new(_parse_slot_body(parser)),
+                lambda: ParamSlotAttr.new(parse_slot_body(parser)),
                 " (parameter slots)",
             )
         parser.parse_keyword("args")
         args = parser.parse_comma_separated_list(
             parser.Delimiter.SQUARE,
-            lambda: ArgBindingAttr.new(_parse_binding_body(parser)),
+            lambda: ArgBindingAttr.new(parse_binding_body(parser)),
             " (argument bindings)",
         )
         parser.parse_keyword("grid")
@@ -564,10 +284,10 @@ class LaunchOp(IRDLOperation):
         printer.print_string("}")
         if self.params_attr.data:
             printer.print_string(" params [")
-            printer.print_list(self.params_attr, lambda slot: _print_slot_body(printer, slot))
+            printer.print_list(self.params_attr, lambda slot: print_slot_body(printer, slot))
             printer.print_string("]")
         printer.print_string(" args [")
-        printer.print_list(self.args_attr, lambda arg: _print_binding_body(printer, arg))
+        printer.print_list(self.args_attr, lambda arg: print_binding_body(printer, arg))
         printer.print_string("] grid [")
         printer.print_list(self.grid_attr, lambda g: printer.print_string_literal(g.data))
         printer.print_string(f"] warps {self.num_warps} stages {self.num_stages}")
@@ -578,7 +298,7 @@ class LaunchOp(IRDLOperation):
 
 def _image_layout(type_: Attribute, what: str) -> TensorType:
     if (
-        not _is_batch_tensor(type_, static=False, strided=True)
+        not is_batch_tensor(type_, static=False, strided=True)
         or len(cast(TensorType, type_).get_shape()) < 2
     ):
         raise VerifyException(
@@ -621,7 +341,7 @@ class ParamOp(IRDLOperation):
 
     def verify_(self) -> None:
         type_ = self.result.type
-        if not _is_batch_tensor(type_, static=True):
+        if not is_batch_tensor(type_, static=True):
             raise VerifyException(f"expected a static f32 tensor, got {type_}")
         shape = cast(TensorType, type_).get_shape()
         if shape != self.derivation.shape:
@@ -629,10 +349,7 @@ class ParamOp(IRDLOperation):
                 f"the result has shape {list(shape)} but the derivation gives "
                 f"{list(self.derivation.shape)}"
             )
-        function = self.parent_op()
-        while function is not None and not isinstance(function, FuncOp):
-            function = function.parent_op()
-        table = _weight_table(function)
+        table = weight_table(enclosing_function(self))
         for source in self.derivation.sources:
             if source not in table:
                 raise VerifyException(
@@ -780,7 +497,7 @@ class ReshapeOp(IRDLOperation):
         types = []
         for what, type_ in (("source", self.source.type), ("result", self.result.type)):
             if (
-                not _is_batch_tensor(type_, static=False, strided=True)
+                not is_batch_tensor(type_, static=False, strided=True)
                 or not cast(TensorType, type_).get_shape()
             ):
                 raise VerifyException(
@@ -973,7 +690,7 @@ def _parse_count(parser: Parser, keyword: str) -> int:
 
 
 def _print_constexpr(printer: Printer, name: str, value: Attribute) -> None:
-    _print_name(printer, name)
+    print_name(printer, name)
     printer.print_string(" = ")
     if isinstance(value, IntegerAttr) and value.type == i64:
         printer.print_string(str(value.value.data))
@@ -981,153 +698,3 @@ def _print_constexpr(printer: Printer, name: str, value: Attribute) -> None:
         printer.print_string_literal(value.data)
     else:
         printer.print_attribute(value)
-
-
-# Verification helpers
-
-
-def _constexpr_values(
-    family: KernelFamily, values: Mapping[str, Attribute]
-) -> dict[str, int | str]:
-    """The constexpr attributes as values: i64 integers, or strings for the
-    family's pointwise constexprs (the validator checks the values)."""
-    kinds = {c.name: c.type for c in family.constexprs}
-    checked: dict[str, int | str] = {}
-    for name, attr in values.items():
-        value = _constexpr_value(attr)
-        pointwise = kinds.get(name) == "pointwise"
-        if value is None or (name in kinds and isinstance(value, str) != pointwise):
-            kind = "a pointwise op name" if pointwise else "an i64 integer"
-            raise VerifyException(f"constexpr '{name}' must be {kind}, got {attr}")
-        checked[name] = value
-    return checked
-
-
-def _constexpr_value(attr: Attribute) -> int | str | None:
-    """An i64 integer or a string constexpr's value (None for anything else)."""
-    if isinstance(attr, IntegerAttr) and attr.type == i64:
-        return attr.value.data
-    if isinstance(attr, StringAttr):
-        return attr.data
-    return None
-
-
-def _first_declarations(block: Block | None) -> dict[str, WeightOp]:
-    """Weight name -> the first kernel.weight of ``block`` declaring it, built
-    once per verification run (`verification_memo`)."""
-    memo = verification_memo()
-    key = ("kernel.weight first declarations", id(block))
-    if memo is not None and key in memo:
-        return cast(dict[str, WeightOp], memo[key])
-    first: dict[str, WeightOp] = {}
-    for op in block.ops if block is not None else ():
-        if isinstance(op, WeightOp):
-            first.setdefault(op.weight_name, op)
-    if memo is not None:
-        memo[key] = first
-    return first
-
-
-def _weight_table(function: FuncOp | None) -> dict[str, tuple[int, ...]]:
-    """Weight name -> shape over the function's kernel.weight ops, built once per
-    verification run (`verification_memo`) so that verifying every launch of a
-    function stays linear in its size."""
-    memo = verification_memo()
-    key = ("kernel.weight table", id(function))
-    if memo is not None and key in memo:
-        return cast(dict[str, tuple[int, ...]], memo[key])
-    table: dict[str, tuple[int, ...]] = {}
-    for op in function.walk() if function is not None else ():
-        if isinstance(op, WeightOp):
-            table.setdefault(op.weight_name, op.shape)
-    if memo is not None:
-        memo[key] = table
-    return table
-
-
-def _check_slots(slots: Sequence[ParamSlotAttr]) -> set[str]:
-    names: set[str] = set()
-    for slot in slots:
-        name = slot.slot_name.data
-        if not _IDENTIFIER.fullmatch(name):
-            raise VerifyException(f"parameter slot name '{name}' is not an identifier")
-        if name in names:
-            raise VerifyException(f"parameter slot '{name}' is declared twice")
-        names.add(name)
-        if not _is_batch_tensor(slot.slot_type, static=True):
-            raise VerifyException(
-                f"parameter slot '{name}' must be a static f32 tensor with sizes >= 1, got {slot.slot_type}"
-            )
-        shape = slot.slot().shape
-        if shape != slot.derivation.data.shape:
-            raise VerifyException(
-                f"parameter slot '{name}' has shape {list(shape)} but its derivation gives "
-                f"{list(slot.derivation.data.shape)}"
-            )
-    return names
-
-
-def _element_types(family: KernelFamily, bindings: Sequence[tuple[str, str]]) -> dict[str, str]:
-    """``in<N>``/``out<N>`` -> the element type the ABI argument bound to it takes
-    (a pointer of the family's ``*i64`` type takes an i64 tensor, else f32)."""
-    types: dict[str, str] = {}
-    for arg, (_, text) in zip(family.args, bindings, strict=False):
-        if arg.kind in ("input", "output"):
-            types.setdefault(text, element_type_of(arg.dtype))
-    return types
-
-
-def _check_bindings(
-    family: KernelFamily, bindings: Sequence[tuple[str, str]], op: LaunchOp, slots: set[str]
-) -> None:
-    """Check the ABI bindings' names, order and tensor references (the
-    validator evaluates the expressions)."""
-    abi = [a.name for a in family.args]
-    if len(bindings) != len(abi):
-        raise VerifyException(
-            f"family '{family.name}' takes {len(abi)} arguments ({', '.join(abi)}), "
-            f"got {len(bindings)} bindings"
-        )
-    counts = {"in": len(op.inputs), "out": len(op.outputs)}
-    used: set[str] = set()
-    for index, ((name, text), arg) in enumerate(zip(bindings, family.args, strict=True)):
-        if name != arg.name:
-            raise VerifyException(
-                f"argument binding #{index} names '{name}', expected '{arg.name}' "
-                f"(the family's ABI order: {', '.join(abi)})"
-            )
-        if arg.kind not in _REFERENCE_FORMS:
-            continue
-        match = _REFERENCE.fullmatch(text)
-        prefix = {"input": "in", "output": "out"}.get(arg.kind, "param")
-        if match is None or (match.group(1) or "param") != prefix:
-            raise VerifyException(
-                f"argument '{name}' (kind {arg.kind}) must bind to "
-                f"{_REFERENCE_FORMS[arg.kind]}, got '{text}'"
-            )
-        used.add(text)
-        if prefix == "param" and match.group(3) not in slots:
-            raise VerifyException(
-                f"argument '{name}' binds to unknown parameter slot '{match.group(3)}'"
-            )
-        if prefix != "param" and int(match.group(2)) >= counts[prefix]:
-            count, what = counts[prefix], "operand" if prefix == "in" else "result"
-            raise VerifyException(
-                f"argument '{name}' binds to {text}, but the launch has "
-                f"{count} {what}{'s' if count != 1 else ''}"
-            )
-    expected = [(f"in{i}", f"operand #{i}", "input") for i in range(counts["in"])]
-    expected += [(f"out{i}", f"result #{i}", "output") for i in range(counts["out"])]
-    expected += [(f"param.{s}", f"parameter slot '{s}'", "") for s in sorted(slots)]
-    for reference, what, kind in expected:
-        if reference not in used:
-            raise VerifyException(
-                f"{what} is not bound to any {kind + ' ' if kind else ''}argument"
-            )
-
-
-Kernel = Dialect(
-    "kernel",
-    [WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp],
-    [ParamSlotAttr, ArgBindingAttr, BatchStrideAttr],
-)
