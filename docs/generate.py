@@ -12,6 +12,8 @@ Pages, each built from one source of truth:
 - ``supported-ops.md``: per graph op, its reference semantics
   (`teeny_ir.reference.SEMANTICS`) and the kernel family that runs it
   (`teeny_ir.kernels.lowering.LOWERINGS`), or the reason there is none;
+- ``importing.md``: how to import an ONNX model, and per ONNX op type the opsets
+  its handlers in `teeny_ir.frontend.onnx.ONNX_RULES` serve;
 - ``plan.schema.json``: `teeny_ir.backend.plan.SCHEMA`.
 
 Docstrings are reStructuredText-flavoured prose; `markdown` turns them into
@@ -353,6 +355,86 @@ def supported_ops_page() -> str:
     )
 
 
+# importing.md
+
+
+def _opset_ranges(op_type: str, low: int, high: int) -> list[tuple[int, int, Any]]:
+    """The opsets from ``low`` to ``high`` served by one handler, as (first, last,
+    handler) runs, from `ONNX_RULES.lookup` at each opset."""
+    from teeny_ir.frontend.onnx import ONNX_RULES
+
+    runs: list[tuple[int, int, Any]] = []
+    for version in range(low, high + 1):
+        rule = ONNX_RULES.lookup(op_type, version=version)
+        if not callable(rule):
+            continue
+        if runs and runs[-1][2] is rule and runs[-1][1] == version - 1:
+            runs[-1] = (runs[-1][0], version, rule)
+        else:
+            runs.append((version, version, rule))
+    return runs
+
+
+def importing_page() -> str:
+    from teeny_ir.frontend.onnx import ONNX_RULES
+    from teeny_ir.frontend.onnx.importer import MAX_OPSET, MIN_OPSET
+
+    rows: list[list[str]] = []
+    for op_type in sorted(str(key) for key in ONNX_RULES.rules()):
+        runs = _opset_ranges(op_type, MIN_OPSET, MAX_OPSET)
+        if not runs:
+            continue
+        spans = ", ".join(f"{a}" if a == b else f"{a} to {b}" for a, b, _ in runs)
+        module = sys.modules[runs[0][2].__module__]
+        rows.append([f"`{op_type}`", spans, source_link(module)])
+    return page(
+        "Importing ONNX models",
+        "```sh\n"
+        "pip install -e '.[onnx]'\n"
+        "teeny-import model.onnx -o model.mlir   # writes model.mlir and model.safetensors\n"
+        "```\n\n"
+        "In Python, `teeny_ir.frontend.onnx.import_onnx(path_or_model_proto)` returns an "
+        "`ImportedModel` with `.module` (a verified module holding `func.func @forward`) "
+        "and `.weights` (a `dict[str, numpy.ndarray]`). The weights file is always written, "
+        "empty when the model has none. Compile and run it like any graph module: "
+        "`teeny-opt model.mlir -p 'teeny-inference,emit-triton{out-dir=plan}'`, then "
+        "`teeny-run plan --weights model.safetensors --input x.npy -o out.npz`.",
+        "## What an import gives\n\n"
+        "- The model is checked (`onnx.checker`) and its shapes inferred "
+        "(`onnx.shape_inference`) first.\n"
+        "- `@forward` takes the graph inputs that have no initializer, in order, and returns "
+        "the graph outputs, in order. A symbolic dimension 0 (a `dim_param`) is the dynamic "
+        "batch `?`; a symbolic inner dimension is refused. Inputs must be `FLOAT`.\n"
+        "- Initializers used as data become `graph.param` ops named exactly by the "
+        "initializer; the weights are keyed by those names.\n"
+        "- What depends only on constants and shapes (`Shape`, `Gather`, `Concat`, "
+        "`Unsqueeze`, `Squeeze`, `Cast`, `Range`, `ConstantOfShape`, `Slice`, `Reshape`, "
+        "integer arithmetic...) is folded with numpy at import time. The batch stays "
+        "symbolic: a `Reshape` target built from `Shape(x)[0]` keeps the dynamic batch; "
+        "arithmetic on the batch itself is refused.\n"
+        "- `x * sigmoid(x)` imports as `graph.silu`; ops left unused (a folded shape "
+        "subgraph) are dropped.",
+        "## How a refusal reads\n\n"
+        "Whatever cannot be mapped exactly is refused, never approximated: one line naming "
+        "the file, the node (its name, or its index when unnamed), the op type and the "
+        "unsupported attribute or input, and `teeny-import` exits 1:\n\n"
+        "```text\n"
+        "model.onnx:node 12 'Conv_3': error: Conv: unsupported attribute auto_pad=SAME_UPPER\n"
+        "model.onnx:node 7: error: Erf: unsupported op\n"
+        "model.onnx:input 'x': error: dimension 1 is symbolic: only dimension 0 (the batch) "
+        "may be\n"
+        "```\n\n"
+        "An attribute a handler does not read is refused by name, not ignored.",
+        f"## Supported ONNX ops\n\n"
+        f"One row per ONNX op type with a handler in `teeny_ir.frontend.onnx.ONNX_RULES`, "
+        f"and the default-domain opsets (of {MIN_OPSET} to {MAX_OPSET}) it serves; opsets "
+        f"separated by commas are served by different handlers (an attribute that became "
+        f"an input). A handler still refuses forms of its op that the graph dialect cannot "
+        f"express; its module says which.",
+        table(["ONNX op", "opsets", "handled in"], rows),
+    )
+
+
 # plan.schema.json
 
 
@@ -366,6 +448,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "dialects.md": dialects_page,
     "passes.md": passes_page,
     "supported-ops.md": supported_ops_page,
+    "importing.md": importing_page,
     "plan.schema.json": plan_schema,
 }
 """File name in docs/ -> the function that builds its text."""
