@@ -413,7 +413,22 @@ def importing_page() -> str:
         "symbolic: a `Reshape` target built from `Shape(x)[0]` keeps the dynamic batch; "
         "arithmetic on the batch itself is refused.\n"
         "- `x * sigmoid(x)` imports as `graph.silu`; ops left unused (a folded shape "
-        "subgraph) are dropped.",
+        "subgraph) are dropped.\n"
+        "- The decompositions exporters write are recognised over the ONNX graph "
+        "(`teeny_ir/frontend/onnx/patterns.py`), so fusion still fires: "
+        "`x * clip(x + 3, 0, 6) / 6` (also through `relu6`), `x * HardSigmoid(x, "
+        "alpha=1/6)` and `HardSwish` are `graph.hardswish`; `0.5 * x * (1 + erf(x / "
+        "sqrt(2)))` and `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`, in "
+        "any order, are `graph.gelu` (exact and `approximate tanh`). Each constant must "
+        "be within 1e-6 (relative) of its exact value, and the inner values used by "
+        "nothing else; a near miss imports node by node (and `Erf` is then refused).",
+        "## Conformance\n\n"
+        "`bench/onnx_conformance.py` runs onnx's backend node tests through the importer "
+        "and the reference interpreter (`--compiled`: also through `teeny-inference` and "
+        "the interpreter backend), feeding the inputs the importer needs at import time "
+        "as constants, and prints pass / refused / wrong / crash by op type; "
+        "`tests/test_onnx_conformance.py` holds it to no crash, no wrong answer and a "
+        "minimum number passing.",
         "## How a refusal reads\n\n"
         "Whatever cannot be mapped exactly is refused, never approximated: one line naming "
         "the file, the node (its name, or its index when unnamed), the op type and the "

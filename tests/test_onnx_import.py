@@ -346,9 +346,9 @@ def _refusal(model: onnx.ModelProto) -> str:
             "<model>: error: not a valid ONNX model: Unrecognized attribute: bogus for operator Relu",
         ),
         (
-            helper.make_node("Gemm", ["x2", "w"], ["y"], alpha=2.0, transB=1),
-            {"w": _w(3, 5)},
-            "<model>:node 0: error: Gemm: unsupported attribute alpha=2.0",
+            helper.make_node("MatMul", ["v", "v"], ["y"]),
+            {"v": _w(5)},
+            "<model>:node 0: error: MatMul: two 1-D operands (a scalar result",
         ),
         (
             helper.make_node("Softmax", ["x"], ["y"], name="sm", axis=1),
@@ -625,3 +625,121 @@ def test_cli_refuses_a_device_as_output(onnx_file: Path) -> None:
 def test_cli_usage_error() -> None:
     code, err = _cli("m.onnx")
     assert code == 1 and err.startswith("teeny-import: error:")
+
+
+# Decompositions exporters produce (`teeny_ir.frontend.onnx.patterns`).
+
+
+class _ConvThen(torch.nn.Module):  # type: ignore[misc]
+    """A conv and then ``act``: what fusion wants the activation to follow."""
+
+    def __init__(self, act: Any) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 4, 3, padding=1)
+        self.act = act
+
+    def forward(self, x: Any) -> Any:
+        return self.act(self.conv(x))
+
+
+_F = torch.nn.functional
+_PATTERNS: dict[str, tuple[Any, str]] = {
+    "clip": (lambda x: x * torch.clamp(x + 3, 0, 6) / 6, "graph.hardswish"),
+    "relu6": (lambda x: x * _F.relu6(x + 3) / 6, "graph.hardswish"),
+    "hardswish_op": (_F.hardswish, "graph.hardswish"),
+    "hardsigmoid": (lambda x: x * _F.hardsigmoid(x), "graph.hardswish"),
+    "gelu_erf": (_F.gelu, "graph.gelu"),
+    "gelu_tanh": (lambda x: _F.gelu(x, approximate="tanh"), "graph.gelu"),
+    "gelu_erf_reordered": (lambda x: (1 + torch.erf(x * 0.5**0.5)) * (x * 0.5), "graph.gelu"),
+}
+_DECOMPOSED = {"graph.add", "graph.mul", "graph.div", "graph.hardtanh", "graph.tanh"}
+
+
+def _import_export(act: Any, tmp_path: Path) -> tuple[Any, Any]:
+    torch.manual_seed(2)
+    model = _ConvThen(act)
+    path = tmp_path / "m.onnx"
+    _export(model, (1, 3, 6, 5), path, dynamic=True)
+    return model, import_onnx(path)
+
+
+@pytest.mark.parametrize("which", list(_PATTERNS))
+def test_exported_decompositions_are_one_graph_op(tmp_path: Path, which: str) -> None:
+    act, op = _PATTERNS[which]
+    model, imported = _import_export(act, tmp_path)
+    ops = _ops(imported.module)
+    assert op in ops and not _DECOMPOSED & set(ops), ops
+    if which == "gelu_tanh":
+        assert "approximate tanh" in teeny_ir.print_module(imported.module)
+    for batch in (1, 3):
+        x = torch.randn(batch, 3, 6, 5)
+        with torch.no_grad():
+            want = model(x).numpy()
+        got = reference.run(imported.module, imported.weights, [x.numpy()])
+        assert_close(got, [want], REDUCTION_TOL)
+
+
+def test_imported_hardswish_fuses_into_the_conv(tmp_path: Path) -> None:
+    _, imported = _import_export(_PATTERNS["clip"][0], tmp_path)
+    module = teeny_ir.parse_module(teeny_ir.print_module(imported.module), filename="m.mlir")
+    teeny_ir.PassManager.parse("teeny-inference").run(module)
+    launches = [op for op in module.walk() if op.name == "kernel.launch"]
+    assert len(launches) == 1 and 'ACTIVATION = "hardswish"' in teeny_ir.print_module(module)
+
+
+def test_a_near_miss_is_not_a_pattern(tmp_path: Path) -> None:
+    # sqrt(2) off by 5e-5 (relative): Erf stays, and is refused by name.
+    with pytest.raises(DiagnosticError, match="Erf: unsupported op"):
+        _import_export(lambda x: 0.5 * x * (1 + torch.erf(x / 1.4143)), tmp_path)
+    model, imported = _import_export(lambda x: x * torch.clamp(x + 3, 0, 6) / 6.001, tmp_path)
+    ops = _ops(imported.module)
+    assert "graph.hardswish" not in ops and "graph.hardtanh" in ops
+    x = torch.randn(2, 3, 6, 5)
+    with torch.no_grad():
+        want = model(x).numpy()
+    assert_close(
+        reference.run(imported.module, imported.weights, [x.numpy()]), [want], REDUCTION_TOL
+    )
+
+
+def test_a_pattern_whose_inner_value_is_used_elsewhere_is_kept() -> None:
+    nodes = [
+        helper.make_node("Add", ["x", "three"], ["a"]),
+        helper.make_node("Clip", ["a", "zero", "six"], ["c"]),
+        helper.make_node("Mul", ["x", "c"], ["m"]),
+        helper.make_node("Div", ["m", "six"], ["y"]),
+    ]
+    inits = {k: np.array(v, np.float32) for k, v in (("three", 3), ("zero", 0), ("six", 6))}
+    module = _check(_model(nodes, {"x": [2, 7]}, ["y", "c"], inits), [(2, 7)])
+    assert "graph.hardswish" not in _ops(module)
+    module = _check(_model(nodes, {"x": [2, 7]}, ["y"], inits), [(2, 7)])
+    assert _ops(module) == ["graph.hardswish"]
+
+
+def test_gemm_alpha_beta_transposes_and_matmul_vectors() -> None:
+    nodes = [
+        helper.make_node("Gemm", ["a", "w", "c"], ["g"], alpha=0.5, beta=-2.0, transA=1),
+        helper.make_node("Gemm", ["x", "wt", "bias"], ["l"], alpha=3.0, transB=1),
+        helper.make_node("MatMul", ["v", "m"], ["vm"]),
+        helper.make_node("MatMul", ["m3", "u"], ["mu"]),
+    ]
+    inits = {"w": _w(3, 5), "c": _w(1, 5), "wt": _w(4, 3), "bias": _w(4)}
+    inputs: dict[str, Sequence[int | str]] = {
+        "a": [3, 2],
+        "x": [2, 3],
+        "v": [4],
+        "m": [2, 4, 6],
+        "m3": [2, 5, 4],
+        "u": [4],
+    }
+    model = _model(nodes, inputs, ["g", "l", "vm", "mu"], inits)
+    _check(model, [(3, 2), (2, 3), (4,), (2, 4, 6), (2, 5, 4), (4,)], REDUCTION_TOL)
+
+
+def test_log_softmax_and_a_clip_with_min_above_max() -> None:
+    nodes = [
+        helper.make_node("LogSoftmax", ["x"], ["l"], axis=1),
+        helper.make_node("Clip", ["x", "hi", "lo"], ["c"]),
+    ]
+    inits = {"lo": np.array(-0.5, np.float32), "hi": np.array(0.7, np.float32)}
+    _check(_model(nodes, {"x": [2, 6, 3]}, ["l", "c"], inits), [(2, 6, 3)], REDUCTION_TOL)

@@ -148,6 +148,17 @@ class TanhOp(UnaryOp):
 
 
 @irdl_op_definition
+class HardswishOp(UnaryOp):
+    """Elementwise hard swish, as ``torch.nn.functional.hardswish``:
+    ``y = x * min(max(x + 3, 0), 6) / 6``.
+
+    %y = graph.hardswish %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.hardswish"
+
+
+@irdl_op_definition
 class GeluOp(UnaryOp):
     """Elementwise GELU, as ``torch.nn.functional.gelu``.
 

@@ -226,7 +226,14 @@ def collect(forward: FuncOp) -> Collected:
         elif isinstance(op, SliceOp | ReshapeOp | ConcatOp):
             names.define(op.results[0], op)
         elif isinstance(op, ReturnOp):
-            for value in op.arguments:
+            for index, value in enumerate(op.arguments):
+                if isinstance(value.owner, ParamOp):
+                    raise error_at(
+                        f"result #{index} of @forward is a parameter itself (a value folded to "
+                        "a constant), which no launch writes: a plan's results are inputs or "
+                        "buffers its launches write",
+                        op,
+                    )
                 if is_strided(value.type) or value in names.places or value not in names.names:
                     raise error_at("a function result must be an input or a buffer of its own", op)
             plan.outputs = [names[value] for value in op.arguments]

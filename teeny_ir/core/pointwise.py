@@ -266,6 +266,16 @@ TABLE: tuple[Pointwise, ...] = (
         derivative=lambda np, x: 1.0 - np.tanh(x) ** 2,
         derivative_triton="1.0 - tanh_stable(x) * tanh_stable(x)",
     ),
+    # PyTorch's hardswish_backward: 0 below -3, x / 3 + 1/2 up to 3, 1 above (and at NaN).
+    Pointwise(
+        "graph.hardswish",
+        1,
+        lambda np, x: x * (np.clip(x + 3.0, 0.0, 6.0) / 6.0),
+        "x * (tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0)",
+        epilogue=True,
+        derivative=lambda np, x: np.where(x < -3.0, 0.0, np.where(x <= 3.0, x / 3.0 + 0.5, 1.0)),
+        derivative_triton="tl.where(x < -3.0, 0.0, tl.where(x <= 3.0, x / 3.0 + 0.5, 1.0))",
+    ),
     Pointwise(
         "graph.gelu",
         1,

@@ -47,6 +47,7 @@ from dialects.graph.elementwise import (
     BiasAddOp,
     DivOp,
     GeluOp,
+    HardswishOp,
     HardtanhOp,
     LeakyReluOp,
     MulOp,
@@ -334,6 +335,10 @@ class GraphBuilder:
     def gelu(self, input: Value, approximate: str = "none") -> Value:
         """`graph.gelu`; ``approximate`` is "none" (exact, erf) or "tanh"."""
         return self._add(GeluOp, input, approximate).result
+
+    def hardswish(self, input: Value) -> Value:
+        """`graph.hardswish`."""
+        return self._add(HardswishOp, input).result
 
     def hardtanh(
         self, input: Value, min_val: float | None = None, max_val: float | None = None

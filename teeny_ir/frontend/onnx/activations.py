@@ -64,7 +64,9 @@ def _clip(node: Node) -> list[Value]:
         return [node.b.relu(x)]
     if low is None or low.size != 1 or high.size != 1:
         raise node.refuse("a Clip without a scalar min and max")
-    return [node.b.hardtanh(x, float(low.reshape(-1)[0]), float(high.reshape(-1)[0]))]
+    lo, hi = float(low.reshape(-1)[0]), float(high.reshape(-1)[0])
+    # min(max(x, lo), hi): every value is hi when lo > hi.
+    return [node.b.hardtanh(x, min(lo, hi), hi)]
 
 
 @onnx_op("Dropout", since=12)
@@ -80,9 +82,6 @@ def _dropout(node: Node) -> list[Value]:
 
 @onnx_op("HardSwish", since=14)
 def _hard_swish(node: Node) -> list[Value]:
-    # x * max(0, min(1, x / 6 + 1 / 2)), as onnxruntime computes it (alpha = 1/6).
+    # ONNX's x * max(0, min(1, x / 6 + 1 / 2)) is graph.hardswish's x * clip(x + 3, 0, 6) / 6.
     node.attrs()
-    b = node.b
-    x = node.tensor(0)
-    gate = b.add(b.mul(x, b.constant([1.0 / 6.0], [1])), b.constant([0.5], [1]))
-    return [b.mul(x, b.hardtanh(gate, 0.0, 1.0))]
+    return [node.b.hardswish(node.tensor(0))]

@@ -45,7 +45,8 @@ Value: TypeAlias = SSAValue | np.ndarray
 OnnxRule = Callable[["Node"], list[Value]]
 
 ONNX_RULES: Facet[OnnxRule] = Facet(
-    "ONNX import", homes=lambda: modules_of(__package__, skip=("context", "importer"))
+    "ONNX import",
+    homes=lambda: modules_of(__package__, skip=("context", "importer", "patterns", "conformance")),
 )
 """ONNX op type -> handler, versioned by the opset the handler's form appeared in."""
 onnx_op = ONNX_RULES.register

@@ -29,6 +29,7 @@ from teeny_ir.core.facets import OptOut
 from teeny_ir.frontend.graph_builder import GraphBuilder
 from teeny_ir.frontend.imported import ImportedModel
 from teeny_ir.frontend.onnx.context import ONNX_RULES, Node, NodeLoc, Value, node_loc
+from teeny_ir.frontend.onnx.patterns import Match, find_patterns
 
 MIN_OPSET = 11
 """The oldest default-domain opset the handlers are written for."""
@@ -108,8 +109,19 @@ class _Importer:
         for value_info in graph.input:
             if value_info.name not in self.initializers:
                 self.values[value_info.name] = self._input(value_info)
+        patterns = find_patterns(graph, self.initializers)
         for index, proto in enumerate(graph.node):
-            self._node(index, proto)
+            match = patterns.get(index)
+            if match is not None and not isinstance(self.values.get(match.input), SSAValue):
+                # A constant input (defined before any node of the match): it folds
+                # node by node instead.
+                for covered in match.covered:
+                    patterns.pop(covered, None)
+                match = None
+            if match is None:
+                self._node(index, proto)
+            elif match.root == index:
+                self._pattern(proto, match)
         outputs = []
         for value_info in graph.output:
             value = self.values[value_info.name]
@@ -210,6 +222,15 @@ class _Importer:
         for name, value in zip(proto.output, results, strict=False):
             if name:
                 self.values[name] = value
+
+    def _pattern(self, proto: onnx.NodeProto, match: Match) -> None:
+        """The one graph op of a recognised decomposition (`patterns`), at its root."""
+        x = self.values[match.input]
+        assert isinstance(x, SSAValue)
+        gelu = match.op == "gelu"
+        self.values[proto.output[0]] = (
+            self.b.gelu(x, match.approximate) if gelu else self.b.hardswish(x)
+        )
 
     def _weight(self, name: str, array: np.ndarray, large: bool) -> SSAValue | None:
         """The `graph.param` of initializer ``name`` (``array`` is its value), or

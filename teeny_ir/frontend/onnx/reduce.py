@@ -1,11 +1,11 @@
-"""Softmax, ReduceMean and ReduceSum."""
+"""Softmax, LogSoftmax, ReduceMean and ReduceSum."""
 
 from __future__ import annotations
 
 from teeny_ir.frontend.onnx.context import Node, Value, dims, onnx_op
 
 
-@onnx_op("Softmax", since=1)
+@onnx_op("Softmax", "LogSoftmax", since=1)
 def _softmax_1(node: Node) -> list[Value]:
     # Before opset 13 the input is coerced to 2-D at `axis` (default 1): that is a
     # softmax along one axis only when `axis` is the last one.
@@ -17,13 +17,15 @@ def _softmax_1(node: Node) -> list[Value]:
             f"axis={axis} of the coerced-2-D form (opset < 13) is not a softmax along one "
             f"axis for rank {rank}"
         )
-    return [node.b.softmax(x, -1)]
+    make = node.b.softmax if node.op_type == "Softmax" else node.b.log_softmax
+    return [make(x, -1)]
 
 
-@onnx_op("Softmax", since=13)
+@onnx_op("Softmax", "LogSoftmax", since=13)
 def _softmax_13(node: Node) -> list[Value]:
     axis = int(node.attrs(axis=-1)["axis"])
-    return [node.b.softmax(node.tensor(0), axis)]
+    make = node.b.softmax if node.op_type == "Softmax" else node.b.log_softmax
+    return [make(node.tensor(0), axis)]
 
 
 def _reduce(node: Node, axes: list[int] | None, keepdims: int, noop: int) -> list[Value]:
