@@ -45,9 +45,9 @@ from teeny_ir.ir.format import (
     i64_array_prop,
     int_array_option,
     keyword_option,
-    parse_attr_dict,
     parse_i64,
     parse_options,
+    parse_signature_tail,
     print_options,
     value_type,
 )
@@ -341,17 +341,7 @@ class FusedConv2dOp(ConvOptionsOp):
                 misplaced,
                 parser.pos,
             )
-        attributes = parse_attr_dict(parser, cls.OPTIONS)
-        parser.parse_punctuation(":")
-        start = parser.pos
-        signature = parser.parse_function_type()
-        values = parser.resolve_operands(operands, signature.inputs.data, start)
-        return cls.create(
-            operands=values,
-            result_types=signature.outputs.data,
-            properties=properties,
-            attributes=attributes,
-        )
+        return parse_signature_tail(parser, cls, operands, properties, cls.OPTIONS)
 
     def print(self, printer: Printer) -> None:
         # From the operand list, so that an op with the wrong count (the verifier

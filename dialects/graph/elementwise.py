@@ -42,8 +42,11 @@ from teeny_ir.ir.format import (
     keyword_option,
     parse_attr_dict,
     parse_options,
+    parse_signature_tail,
     parse_tensor_type,
+    print_option,
     print_options,
+    print_signature_tail,
     value_type,
 )
 
@@ -527,17 +530,7 @@ class ActivationGradOp(IRDLOperation):
         properties: dict[str, Attribute] = {"activation": activation}
         if options:
             properties["options"] = DictionaryAttr(options)
-        attributes = parse_attr_dict(parser, ("activation", "options"))
-        parser.parse_punctuation(":")
-        start = parser.pos
-        signature = parser.parse_function_type()
-        values = parser.resolve_operands(operands, signature.inputs.data, start)
-        return cls.create(
-            operands=values,
-            result_types=signature.outputs.data,
-            properties=properties,
-            attributes=attributes,
-        )
+        return parse_signature_tail(parser, cls, operands, properties, ("activation", "options"))
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
@@ -547,21 +540,9 @@ class ActivationGradOp(IRDLOperation):
         entry = pointwise.BY_NAME.get(self.activation)
         order = [*(entry.options if entry else ()), *sorted(carried)]
         for name in dict.fromkeys(order):
-            value = carried.get(name)
-            if value is None:
-                continue
-            printer.print_string(f" {name} ")
-            if isinstance(value, FloatAttr):
-                printer.print_float(value.value.data, f64)
-            elif isinstance(value, StringAttr) and _BARE_WORD.fullmatch(value.data):
-                printer.print_string(value.data)
-            elif isinstance(value, StringAttr):
-                printer.print_string_literal(value.data)
-            else:
-                printer.print_attribute(value)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
+            if (value := carried.get(name)) is not None:
+                print_option(printer, name, value)
+        print_signature_tail(printer, self)
 
     def verify_(self) -> None:
         if self.activation not in UNARY_ACTIVATIONS:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self, TypeVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -36,8 +36,10 @@ from xdsl.irdl import IRDLOperation, opt_prop_def
 from teeny_ir.ir.parsing import float_bits, hex_float_text, parse_optional_hex_float
 
 if TYPE_CHECKING:
-    from xdsl.parser import AttrParser, Parser
+    from xdsl.parser import AttrParser, Parser, UnresolvedOperand
     from xdsl.printer import Printer
+
+OpT = TypeVar("OpT", bound=Operation)
 
 OptionParser = Callable[["Parser"], Attribute]
 """Parses the value that follows an option keyword."""
@@ -132,26 +134,59 @@ def print_options(printer: Printer, op: Operation, names: Collection[str]) -> No
     """Print the present properties among ``names`` as ``keyword value`` pairs."""
     for name in names:
         value = op.properties.get(name)
-        if value is None:
-            continue
-        printer.print_string(f" {name}")
-        if isinstance(value, DenseArrayBase):
-            printer.print_string(f" {list(value.get_values())}")
-        elif isinstance(value, IntegerAttr):
-            printer.print_string(f" {value.value.data}")
-        elif isinstance(value, FloatAttr):
-            printer.print_string(" ")
-            printer.print_float(value.value.data, f64)
-        elif isinstance(value, StringAttr):  # a word from a fixed set
-            printer.print_string(" ")
-            if _BARE_IDENTIFIER.fullmatch(value.data):
-                printer.print_string(value.data)
-            else:  # ``implicit-gemm`` is no bare identifier: quote it
-                printer.print_string_literal(value.data)
-        elif not isinstance(value, UnitAttr):
-            printer.print_string(" ")
-            printer.print_attribute(value)
-        # A UnitAttr (``training``) is the keyword alone.
+        if value is not None:
+            print_option(printer, name, value)
+
+
+def print_option(printer: Printer, name: str, value: Attribute) -> None:
+    """One `` keyword value`` pair, the value as `parse_options`' parsers read it."""
+    printer.print_string(f" {name}")
+    if isinstance(value, DenseArrayBase):
+        printer.print_string(f" {list(value.get_values())}")
+    elif isinstance(value, IntegerAttr):
+        printer.print_string(f" {value.value.data}")
+    elif isinstance(value, FloatAttr):
+        printer.print_string(" ")
+        printer.print_float(value.value.data, f64)
+    elif isinstance(value, StringAttr):  # a word from a fixed set
+        printer.print_string(" ")
+        if _BARE_IDENTIFIER.fullmatch(value.data):
+            printer.print_string(value.data)
+        else:  # ``implicit-gemm`` is no bare identifier: quote it
+            printer.print_string_literal(value.data)
+    elif not isinstance(value, UnitAttr):
+        printer.print_string(" ")
+        printer.print_attribute(value)
+    # A UnitAttr (``training``) is the keyword alone.
+
+
+def parse_signature_tail(
+    parser: Parser,
+    cls: type[OpT],
+    operands: Sequence[UnresolvedOperand],
+    properties: dict[str, Attribute],
+    reserved: Collection[str],
+) -> OpT:
+    """The rest of a function-type format after the options: ``attr-dict :
+    (types) -> types``, and the op of class ``cls`` built from it."""
+    attributes = parse_attr_dict(parser, reserved)
+    parser.parse_punctuation(":")
+    start = parser.pos
+    signature = parser.parse_function_type()
+    values = parser.resolve_operands(operands, signature.inputs.data, start)
+    return cls.create(
+        operands=values,
+        result_types=signature.outputs.data,
+        properties=properties,
+        attributes=attributes,
+    )
+
+
+def print_signature_tail(printer: Printer, op: Operation) -> None:
+    """`` attr-dict : (types) -> types``, what `parse_signature_tail` reads."""
+    printer.print_op_attributes(op.attributes)
+    printer.print_string(" : ")
+    printer.print_function_type(op.operand_types, op.result_types)
 
 
 def parse_attr_dict(parser: Parser, reserved: Collection[str]) -> dict[str, Attribute]:
@@ -228,22 +263,10 @@ class OptionsFormatOp(IRDLOperation):
         for name in cls.REQUIRED:
             if name not in properties:
                 parser.raise_error(f"expected the '{name}' option of {cls.name}", start, parser.pos)
-        attributes = parse_attr_dict(parser, cls.OPTIONS)
-        parser.parse_punctuation(":")
-        start = parser.pos
-        signature = parser.parse_function_type()
-        values = parser.resolve_operands(operands, signature.inputs.data, start)
-        return cls.create(
-            operands=values,
-            result_types=signature.outputs.data,
-            properties=properties,
-            attributes=attributes,
-        )
+        return parse_signature_tail(parser, cls, operands, properties, cls.OPTIONS)
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         printer.print_list(self.operands, printer.print_operand)
         print_options(printer, self, self.OPTIONS)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_function_type(self.operand_types, self.result_types)
+        print_signature_tail(printer, self)

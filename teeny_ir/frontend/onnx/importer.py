@@ -18,6 +18,8 @@ import os
 
 import numpy as np
 import onnx
+
+# protobuf ships no type information (and no stub package is pinned).
 from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
 from onnx import TensorProto, numpy_helper
 from xdsl.dialects.func import FuncOp

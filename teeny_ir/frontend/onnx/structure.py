@@ -102,10 +102,12 @@ def reshape_to(node: Node, x: SSAValue, target: list[object]) -> SSAValue:
             if index != 0 or not shape or shape[0] != DYNAMIC_INDEX:
                 raise node.refuse(f"the dynamic batch at index {index} of the target shape")
             entries.append(0)
+        elif isinstance(entry, int | np.integer):
+            entries.append(int(entry))
         else:
-            entries.append(int(entry))  # type: ignore[call-overload]
+            raise node.refuse(f"the entry {entry!r} at index {index} of the target shape")
     if shape and shape[0] == DYNAMIC_INDEX and entries and entries[0] != 0:
-        rest = [e for e in entries[1:]]
+        rest = entries[1:]
         per_sample = math.prod(shape[1:])
         known = [shape[i] if e == 0 else e for i, e in enumerate(rest, 1)]
         if entries[0] == -1 and -1 not in rest and math.prod(known) == per_sample:
