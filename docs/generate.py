@@ -359,14 +359,14 @@ def supported_ops_page() -> str:
 
 
 def _opset_ranges(op_type: str, low: int, high: int) -> list[tuple[int, int, Any]]:
-    """The opsets from ``low`` to ``high`` served by one handler, as (first, last,
-    handler) runs, from `ONNX_RULES.lookup` at each opset."""
-    from teeny_ir.frontend.onnx import ONNX_RULES
+    """The model opsets from ``low`` to ``high`` served by one handler, as (first,
+    last, handler) runs, from the importer's own `handler` at each opset."""
+    from teeny_ir.frontend.onnx.importer import handler
 
     runs: list[tuple[int, int, Any]] = []
     for version in range(low, high + 1):
-        rule = ONNX_RULES.lookup(op_type, version=version)
-        if not callable(rule):
+        rule = handler(op_type, version)
+        if isinstance(rule, str):
             continue
         if runs and runs[-1][2] is rule and runs[-1][1] == version - 1:
             runs[-1] = (runs[-1][0], version, rule)
@@ -421,7 +421,7 @@ def importing_page() -> str:
         "sqrt(2)))` and `0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3)))`, in "
         "any order, are `graph.gelu` (exact and `approximate tanh`). Each constant must "
         "be within 1e-6 (relative) of its exact value, and the inner values used by "
-        "nothing else; a near miss imports node by node (and `Erf` is then refused).",
+        "nothing else; a near miss imports node by node (`Erf` as `graph.erf`).",
         "## Conformance\n\n"
         "`bench/onnx_conformance.py` runs onnx's backend node tests through the importer "
         "and the reference interpreter (`--compiled`: also through `teeny-inference` and "
@@ -434,15 +434,27 @@ def importing_page() -> str:
         "the file, the node (its name, or its index when unnamed), the op type and the "
         "unsupported attribute or input, and `teeny-import` exits 1:\n\n"
         "```text\n"
-        "model.onnx:node 12 'Conv_3': error: Conv: unsupported attribute auto_pad=SAME_UPPER\n"
-        "model.onnx:node 7: error: Erf: unsupported op\n"
+        "model.onnx:node 12 'Pool_3': error: AveragePool: unsupported attribute "
+        "dilations=[2, 2]\n"
+        "model.onnx:node 7: error: Einsum: unsupported op\n"
+        "model.onnx:node 9: error: Upsample: unsupported at opset 8 (version 7 of the op)\n"
         "model.onnx:input 'x': error: dimension 1 is symbolic: only dimension 0 (the batch) "
         "may be\n"
         "```\n\n"
         "An attribute a handler does not read is refused by name, not ignored.",
+        "## Opsets and op versions\n\n"
+        f"A model may declare any default-domain opset from {MIN_OPSET} to {MAX_OPSET} "
+        "(the newest the pinned onnx knows). Each node is then served by the handler of "
+        "its op's version at that opset (`onnx.defs.get_schema(op, opset).since_version`): "
+        "a handler registered `since=N` serves the versions from N on, as long as each "
+        "newer version only widened the element types (opset 22 added bfloat16 to most "
+        "ops, 23 float4): the same inputs, outputs and attributes, with the same defaults "
+        "(`teeny_ir/frontend/onnx/versions.py`). A version that changed its signature "
+        "(Softmax 13's axis default, ReduceSum 13's axes input, Split 18's num_outputs) "
+        "needs a handler written for it, and is refused by name until it has one.",
         f"## Supported ONNX ops\n\n"
         f"One row per ONNX op type with a handler in `teeny_ir.frontend.onnx.ONNX_RULES`, "
-        f"and the default-domain opsets (of {MIN_OPSET} to {MAX_OPSET}) it serves; opsets "
+        f"and the model opsets (of {MIN_OPSET} to {MAX_OPSET}) it serves; opsets "
         f"separated by commas are served by different handlers (an attribute that became "
         f"an input). A handler still refuses forms of its op that the graph dialect cannot "
         f"express; its module says which.",

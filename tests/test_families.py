@@ -131,6 +131,7 @@ SAMPLES: dict[str, str] = {
     "matmul": _one_op("graph.matmul", [_t("?", 3, 10), _t(10, 4)], [_t("?", 3, 4)]),
     "softmax": _one_op("graph.softmax", [ROWS], [ROWS], "axis 1"),
     "reduce": _one_op("graph.reduce_sum", [X4], [_t("?", 3, 1, 1)], "axes [2, 3] keepdims"),
+    "reduce_extremum": _one_op("graph.reduce_max", [X4], [_t("?", 3)], "axes [2, 3]"),
     "cross_entropy": _one_op("graph.cross_entropy", [ROWS, _t("?", element="i64")], [_t()]),
     "max_pool2d_backward": _one_op(
         "graph.max_pool2d_backward", [X4, POOLED], [X4], "kernel [2, 2] strides [2, 2]"
@@ -173,6 +174,12 @@ SAMPLES: dict[str, str] = {
     ),
     "batch_norm_backward": _one_op(
         "graph.batch_norm_backward", [X4, V3, X4], [X4, V3, V3], "eps 1.0e-3"
+    ),
+    "slice": _one_op(
+        "graph.slice", [X4], [_t("?", 2, 3, 5)], "starts [0, 2, 1, 5] steps [1, -2, 2, -1]"
+    ),
+    "pad": _one_op(
+        "graph.pad", [X4], [_t("?", 4, 9, 5)], "pads [0, 1, 3, 0, 0, 0, -1, -1] mode reflect"
     ),
 }
 """A small graph whose lowering launches the family, by family."""

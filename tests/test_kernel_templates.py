@@ -39,7 +39,8 @@ def _evaluate(spelling: str, *operands: np.ndarray) -> np.ndarray:
         return operands[0].astype(np.float64)
     entry, options = pointwise.parse_spelling(spelling)
     result: np.ndarray = entry.evaluate(np, list(operands), options)
-    return result
+    with np.errstate(over="ignore"):  # the kernel's float32: exp(100) is inf
+        return result.astype(np.float32).astype(np.float64)
 
 
 # ---------------------------------------------------------------- elementwise
@@ -82,6 +83,8 @@ def elementwise_case(
     operands (``y`` is finite and nonzero elsewhere)."""
     x = (rng.standard_normal(x_shape) * 4).astype(np.float32)
     x.flat[: min(4, x.size)] = [-1e4, -100.0, 100.0, 0.0][: min(4, x.size)]
+    if pointwise.parse_spelling(op)[0].positive_domain:  # log, sqrt, pow's base
+        x = np.abs(x)
     unary = y_shape is None
     if specials:
         name = op.partition("(")[0]
@@ -374,7 +377,7 @@ def test_elementwise_cases_cover_every_rank_and_axis() -> None:
         arity = pointwise.parse_spelling(op)[0].arity
         with np.errstate(invalid="ignore"):
             ends = _evaluate(op, *[np.array([np.inf, -np.inf])] * arity)
-        if not np.isfinite(ends).all():
+        if np.isinf(ends).any():  # (softsign, sin, cos are NaN at +-inf)
             assert np.isinf(expected).any(), case.id
         assert np.isfinite(expected).mean() > 0.5, case.id
 

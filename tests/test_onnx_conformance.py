@@ -17,13 +17,18 @@ import numpy as np
 from teeny_ir.frontend.onnx import conformance
 from teeny_ir.testing import compare
 
-PASSING = 131
-"""Cases equal to onnx's expected outputs, measured with onnx 1.23.2 (131 of
-1884; most of the rest are opsets above 21 or ops the graph dialect lacks)."""
+PASSING = 549
+"""Cases equal to onnx's expected outputs, measured with onnx 1.23.2 (549 of
+1884; most of the rest use integer or low-precision tensors as data, which the
+f32 graph dialect does not hold, or ops it lacks: attention, losses, RNNs,
+quantisation, strings)."""
 
 
 def _close(got: list[np.ndarray], want: list[np.ndarray]) -> str | None:
-    comparison = compare(got, [np.asarray(w, np.float64) for w in want], conformance.TOLERANCE)
+    why, got, want = conformance.without_specials(got, want)
+    if why is not None:
+        return why
+    comparison = compare(got, want, conformance.TOLERANCE)
     return None if comparison.ok else str(comparison.reason)
 
 

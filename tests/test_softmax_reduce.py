@@ -201,6 +201,24 @@ def all_cases() -> list[Case]:
             kernel_case(f"{mean} axes [0, 2]", (3, 3, 10), rng, blocks=(2, 4), x_view=(6, 2)),
             kernel_case(f"{mean} axes [1]", (3, 3, 10), rng, x_view=(4, 0), y_view=(12, 1)),
         ]
+    # The extrema (reduce_extremum family): NaN propagates, infinities win.
+    for extremum in ("reduce_max", "reduce_min"):
+        cases += [
+            kernel_case(f"{extremum} axes [2]", (3, 3, 1000), rng, blocks=(2, 64)),
+            kernel_case(f"{extremum} axes [1]", (3, 5, 6, 7), rng),
+            kernel_case(f"{extremum} axes [0, 1] keepdims", (3, 5, 6, 7), rng),
+            kernel_case(f"{extremum} axes [2, 3]", (1, 5, 6, 7), rng, blocks=(4, 8)),
+            kernel_case(f"{extremum} axes [2]", (3, 20, 30), rng, blocks=(16, 8), kind="specials"),
+            kernel_case(f"{extremum} axes [0, 2]", (3, 8, 5), rng, kind="specials"),
+            kernel_case(
+                f"{extremum} axes [3]",
+                (3, 3, 4, 5),
+                rng,
+                blocks=(4, 2),
+                x_view=(4, 1),
+                y_view=(6, 2),
+            ),
+        ]
     emitted = {case.num_warps for case in cases}
     for warps in sorted({1, 2, 4, 8} - emitted):
         cases += [
@@ -230,6 +248,10 @@ def mutants() -> dict[str, Case]:
         "softmax-no-load-mask": (
             kernel_case("softmax axis 2", (3, 4, 10), rng, blocks=(2, 4)),
             row_only,
+        ),
+        "extremum-drops-nan": (
+            kernel_case("reduce_max axes [2]", (3, 20, 30), rng, blocks=(16, 8), kind="specials"),
+            ('float("nan"), total)', "total, total)"),
         ),
         "reduce-no-load-mask": (
             kernel_case("reduce_sum axes [2]", (3, 4, 10), rng, blocks=(2, 4)),
@@ -270,7 +292,12 @@ def test_every_case_is_a_valid_launch() -> None:
 def test_the_checks_catch_mutated_kernels(results: Results) -> None:
     for what, case in MUTANTS.items():
         found = " ".join(problems(case, results))
-        assert "NaN or infinite where the reference is finite" in found, what
+        caught = (
+            "not NaN where it must stay NaN"
+            if what == "extremum-drops-nan"
+            else ("NaN or infinite where the reference is finite")
+        )
+        assert caught in found, what
 
 
 def test_special_cases_are_not_vacuous() -> None:

@@ -38,7 +38,9 @@ from dialects.graph.reduce import (
     CrossEntropyOp,
     LogSoftmaxBackwardOp,
     LogSoftmaxOp,
+    ReduceMaxOp,
     ReduceMeanOp,
+    ReduceMinOp,
     ReduceSumOp,
     SoftmaxBackwardOp,
     SoftmaxOp,
@@ -391,13 +393,26 @@ REDUCTIONS = [
 ]
 
 
+_REDUCTION_OPS = {
+    "sum": (ReduceSumOp, torch.sum),
+    "mean": (ReduceMeanOp, torch.mean),
+    "max": (ReduceMaxOp, torch.amax),
+    "min": (ReduceMinOp, torch.amin),
+}
+
+
 @pytest.mark.parametrize("batch", BATCHES)
-@pytest.mark.parametrize("mean", [False, True])
+@pytest.mark.parametrize("kind", list(_REDUCTION_OPS))
 @pytest.mark.parametrize(("shape", "axes", "keepdims"), REDUCTIONS)
+@pytest.mark.parametrize("ties", [False, True])
 def test_reduction_rules(
-    batch: int, mean: bool, shape: str, axes: list[int], keepdims: bool
+    batch: int, kind: str, shape: str, axes: list[int], keepdims: bool, ties: bool
 ) -> None:
-    op_class = ReduceMeanOp if mean else ReduceSumOp
+    # With ties (values rounded to a few levels) a maximum's gradient is shared
+    # evenly among the elements equal to it, as torch.amax's.
+    if ties and kind in ("sum", "mean"):
+        pytest.skip("ties matter to the extrema only")
+    op_class, reduce = _REDUCTION_OPS[kind]
     sizes = [batch if d == "?" else int(d) for d in shape.split("x")]
     if shape[0] != "?" and batch != sizes[0]:
         pytest.skip("static shape: one batch")
@@ -412,7 +427,8 @@ def test_reduction_rules(
     )
     rng = np.random.default_rng(batch + len(axes))
     x = rand(rng, *sizes)
-    reduce = torch.mean if mean else torch.sum
+    if ties:
+        x = np.round(x)
     out_shape = tuple(reduce(t(x), dim=axes, keepdim=keepdims).shape)
     seed = rand(rng, *out_shape)
     want = _grads_by_torch(lambda a: reduce(a, dim=axes, keepdim=keepdims), [x], [seed])

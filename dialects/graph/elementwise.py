@@ -1,7 +1,8 @@
-"""Elementwise ops: activations (`graph.silu`, `graph.relu`, `graph.sigmoid`,
-`graph.tanh`, `graph.gelu`, `graph.leaky_relu`, `graph.hardtanh`), broadcasting binaries
-(`graph.add`, `graph.sub`, `graph.mul`, `graph.div`), `graph.bias_add`, and
-`graph.activation_grad` (the backward of the activations)."""
+"""Elementwise ops: activations and unary math (`graph.silu`, `graph.relu`,
+`graph.sigmoid`, `graph.tanh`, `graph.gelu`, `graph.leaky_relu`, `graph.hardtanh`,
+`graph.abs`, `graph.exp`, `graph.elu`, ...), broadcasting binaries (`graph.add`,
+`graph.sub`, `graph.mul`, `graph.div`, `graph.maximum`, `graph.minimum`, `graph.pow`),
+`graph.bias_add`, and `graph.activation_grad` (the backward of the unary ops)."""
 
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ GELU_APPROXIMATIONS = ("tanh",)
 """Values of `GeluOp`'s ``approximate`` (absent: the exact erf form)."""
 DEFAULT_NEGATIVE_SLOPE = 0.01
 """`LeakyReluOp`'s ``negative_slope`` when absent (PyTorch's default)."""
+DEFAULT_ALPHA = 1.0
+"""`EluOp`'s and `CeluOp`'s ``alpha`` when absent (PyTorch's and ONNX's default)."""
 
 
 class UnaryOp(IRDLOperation):
@@ -296,6 +299,180 @@ class HardtanhOp(UnaryOp):
             )
 
 
+@irdl_op_definition
+class AbsOp(UnaryOp):
+    """Elementwise absolute value: ``y = |x|``.
+
+    %y = graph.abs %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.abs"
+
+
+@irdl_op_definition
+class NegOp(UnaryOp):
+    """Elementwise negation: ``y = -x``.
+
+    %y = graph.neg %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.neg"
+
+
+@irdl_op_definition
+class ExpOp(UnaryOp):
+    """Elementwise exponential: ``y = e^x`` (inf where it exceeds float32).
+
+    %y = graph.exp %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.exp"
+
+
+@irdl_op_definition
+class LogOp(UnaryOp):
+    """Elementwise natural logarithm: ``y = ln(x)``; ``-inf`` at 0, NaN below 0.
+
+    %y = graph.log %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.log"
+
+
+@irdl_op_definition
+class SqrtOp(UnaryOp):
+    """Elementwise square root (correctly rounded): ``y = sqrt(x)``; NaN below 0,
+    ``sqrt(-0) = -0``.
+
+    %y = graph.sqrt %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.sqrt"
+
+
+@irdl_op_definition
+class ReciprocalOp(UnaryOp):
+    """Elementwise reciprocal: ``y = 1 / x`` (``±inf`` at ``±0``).
+
+    %y = graph.reciprocal %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.reciprocal"
+
+
+@irdl_op_definition
+class ErfOp(UnaryOp):
+    """Elementwise error function: ``y = erf(x) = 2 / sqrt(pi) * integral_0^x exp(-t^2) dt``.
+
+    %y = graph.erf %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.erf"
+
+
+@irdl_op_definition
+class SoftplusOp(UnaryOp):
+    """Elementwise softplus, as ONNX's Softplus: ``y = log(1 + exp(x))``, evaluated
+    as ``max(x, 0) + log1p(exp(-|x|))`` (never overflows). PyTorch's
+    ``softplus`` (beta 1, threshold 20) agrees to float32 rounding.
+
+    %y = graph.softplus %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.softplus"
+
+
+@irdl_op_definition
+class SoftsignOp(UnaryOp):
+    """Elementwise softsign, as ``torch.nn.functional.softsign``: ``y = x / (1 + |x|)``
+    (NaN at ``±inf``, as PyTorch's ``inf / inf``).
+
+    %y = graph.softsign %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.softsign"
+
+
+@irdl_op_definition
+class SinOp(UnaryOp):
+    """Elementwise sine (radians): ``y = sin(x)``; NaN at ``±inf``.
+
+    %y = graph.sin %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.sin"
+
+
+@irdl_op_definition
+class CosOp(UnaryOp):
+    """Elementwise cosine (radians): ``y = cos(x)``; NaN at ``±inf``.
+
+    %y = graph.cos %x : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.cos"
+
+
+class AlphaUnaryOp(UnaryOp):
+    """Shared definition of `EluOp` and `CeluOp`: an optional finite f64 ``alpha``,
+    `DEFAULT_ALPHA` when absent."""
+
+    alpha_attr = opt_prop_def(
+        FloatAttr[Float64Type], FloatAttr(DEFAULT_ALPHA, f64), prop_name="alpha"
+    )
+
+    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {"alpha": f64_option}
+
+    def __init__(self, input: SSAValue | Operation, alpha: float | None = None):
+        """Build the op; ``alpha`` left as None stays absent (1.0)."""
+        super().__init__(input)
+        if (attr := f64_attr(alpha)) is not None:
+            self.properties["alpha"] = attr
+
+    @property
+    def alpha(self) -> float:
+        """The effective ``alpha``."""
+        return self.alpha_attr.value.data
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not math.isfinite(self.alpha):
+            raise VerifyException(f"expected alpha to be finite, got {self.alpha}")
+
+
+@irdl_op_definition
+class EluOp(AlphaUnaryOp):
+    """Elementwise ELU, as ``torch.nn.functional.elu`` and ONNX's Elu: ``y = x`` for
+    ``x > 0``, ``alpha * (exp(x) - 1)`` otherwise.
+
+    ``alpha`` is an optional finite f64, 1.0 when absent. ONNX's Selu is
+    ``gamma * elu(x, alpha)``.
+
+    %y = graph.elu %x alpha 5.000000e-01 : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.elu"
+
+
+@irdl_op_definition
+class CeluOp(AlphaUnaryOp):
+    """Elementwise CELU, as ``torch.celu`` and ONNX's Celu: ``y = x`` for ``x > 0``,
+    ``alpha * (exp(x / alpha) - 1)`` otherwise.
+
+    ``alpha`` is an optional f64, positive and finite, 1.0 when absent (a positive
+    alpha keeps ``exp``'s argument at most 0, so nothing overflows).
+
+    %y = graph.celu %x alpha 2.000000e+00 : tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.celu"
+
+    def verify_(self) -> None:
+        super().verify_()
+        if not self.alpha > 0:
+            raise VerifyException(f"expected alpha to be positive, got {self.alpha}")
+
+
 class BroadcastBinaryOp(OptionsFormatOp):
     """Shared definition of the broadcasting binaries: ``lhs``, ``rhs`` and a result
     of the shape `broadcast_shapes` gives (numpy's rules, with the batch ``?``)."""
@@ -372,6 +549,42 @@ class DivOp(BroadcastBinaryOp):
     """
 
     name = "graph.div"
+
+
+@irdl_op_definition
+class MaximumOp(BroadcastBinaryOp):
+    """Elementwise ``max(lhs, rhs)`` with numpy broadcasting, as ``torch.maximum``:
+    NaN if either operand is NaN.
+
+    %z = graph.maximum %a, %b : (tensor<?x16x8x8xf32>, tensor<16x1x1xf32>)
+        -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.maximum"
+
+
+@irdl_op_definition
+class MinimumOp(BroadcastBinaryOp):
+    """Elementwise ``min(lhs, rhs)`` with numpy broadcasting, as ``torch.minimum``:
+    NaN if either operand is NaN.
+
+    %z = graph.minimum %a, %b : (tensor<?x16x8x8xf32>, tensor<16x1x1xf32>)
+        -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.minimum"
+
+
+@irdl_op_definition
+class PowOp(BroadcastBinaryOp):
+    """Elementwise ``lhs ** rhs`` with numpy broadcasting, as ``torch.pow`` (C's
+    ``pow``): ``x ** 0 = 1`` and ``1 ** y = 1`` even for NaN, NaN for a finite
+    negative base and a non-integer exponent, ``0 ** -y = inf``.
+
+    %z = graph.pow %a, %b : (tensor<?x16x8x8xf32>, tensor<f32>) -> tensor<?x16x8x8xf32>
+    """
+
+    name = "graph.pow"
 
 
 @irdl_op_definition

@@ -327,6 +327,28 @@ class ReduceMeanOp(ReductionOp):
     name = "graph.reduce_mean"
 
 
+@irdl_op_definition
+class ReduceMaxOp(ReductionOp):
+    """Maximum over ``axes``, as ``torch.amax(x, dim=axes, keepdim=keepdims)``: NaN
+    if any reduced element is NaN.
+
+    %m = graph.reduce_max %x axes [1] : (tensor<?x16x8xf32>) -> tensor<?x8xf32>
+    """
+
+    name = "graph.reduce_max"
+
+
+@irdl_op_definition
+class ReduceMinOp(ReductionOp):
+    """Minimum over ``axes``, as ``torch.amin(x, dim=axes, keepdim=keepdims)``: NaN
+    if any reduced element is NaN.
+
+    %m = graph.reduce_min %x axes [1] : (tensor<?x16x8xf32>) -> tensor<?x8xf32>
+    """
+
+    name = "graph.reduce_min"
+
+
 # --- backward ops (the training stage) ------------------------------------------
 
 

@@ -92,8 +92,8 @@ func.func @constexpr_type(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
 // -----
 
 func.func @constexpr_choice(%x: tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32> {
-  // expected-error@+1 {{constexpr 'OP': 'exp' is not an entry of the pointwise table}}
-  %y = kernel.launch "elementwise" (%x) {OP = "exp", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
+  // expected-error@+1 {{constexpr 'OP': 'no_such_op' is not an entry of the pointwise table}}
+  %y = kernel.launch "elementwise" (%x) {OP = "no_such_op", BLOCK = 1024} args [x = in0, y = in0, out = out0, numel = "B * 64", size1 = "1", size2 = "B", size3 = "4", size4 = "4", size5 = "4", x_stride0 = "B * 64", x_stride1 = "B * 64", x_stride2 = "64", x_stride3 = "16", x_stride4 = "4", x_stride5 = "1", y_stride0 = "B * 64", y_stride1 = "B * 64", y_stride2 = "64", y_stride3 = "16", y_stride4 = "4", y_stride5 = "1"] grid ["cdiv(B * 64, 1024)", "1", "1"] warps 4 stages 1 : (tensor<?x4x4x4xf32>) -> tensor<?x4x4x4xf32>
   func.return %y : tensor<?x4x4x4xf32>
 }
 

@@ -16,7 +16,17 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX, TensorType, UnitAttr, f32
 from xdsl.ir import Block, BlockArgument, Operation, SSAValue
 
 from dialects.graph.constant import ConstantOp
-from dialects.graph.elementwise import ActivationGradOp, AddOp, DivOp, MulOp, SubOp
+from dialects.graph.elementwise import (
+    AbsOp,
+    ActivationGradOp,
+    AddOp,
+    DivOp,
+    LogOp,
+    MulOp,
+    PowOp,
+    ReluOp,
+    SubOp,
+)
 from dialects.graph.reduce import ReduceSumOp
 from dialects.graph.structure import ReshapeOp
 from teeny_ir.autodiff import policy
@@ -107,6 +117,18 @@ class VjpContext:
 
     def div(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
         return self.emit(DivOp(lhs, rhs)).result
+
+    def pow(self, lhs: SSAValue, rhs: SSAValue) -> SSAValue:
+        return self.emit(PowOp(lhs, rhs)).result
+
+    def abs(self, value: SSAValue) -> SSAValue:
+        return self.emit(AbsOp(value)).result
+
+    def relu(self, value: SSAValue) -> SSAValue:
+        return self.emit(ReluOp(value)).result
+
+    def log(self, value: SSAValue) -> SSAValue:
+        return self.emit(LogOp(value)).result
 
     def activation_grad(
         self,

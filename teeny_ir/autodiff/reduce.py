@@ -7,6 +7,8 @@ emit their dedicated backward ops; cross-entropy emits
 reduction's gradient is the upstream one reshaped to the keepdims shape and
 stretched back over the reduced axes with `graph.broadcast` (divided by the
 reduced count for the mean; a reduced dynamic batch is counted at run time).
+A maximum's (minimum's) gradient goes to the elements equal to the result,
+shared evenly among ties, as ``torch.amax``'s (``amin``'s) backward.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from dialects.graph.reduce import (
     CrossEntropyOp,
     LogSoftmaxBackwardOp,
     LogSoftmaxOp,
+    ReduceMaxOp,
     ReduceMeanOp,
+    ReduceMinOp,
     ReduceSumOp,
     ReductionOp,
     SoftmaxBackwardOp,
@@ -116,6 +120,26 @@ def _reduce_mean(
     if static != 1:
         grad = ctx.div(grad, ctx.constant(float(static)))  # exact: no rounded reciprocal
     return [_stretch(ctx, op, grad)]
+
+
+@vjp(ReduceMaxOp, ReduceMinOp)
+def _reduce_extremum(
+    ctx: VjpContext, op: ReduceMaxOp | ReduceMinOp, grads: Sequence[SSAValue | None]
+) -> list[SSAValue | None]:
+    (grad,) = grads
+    if grad is None:
+        return [None]
+    assert isinstance(op.input.type, TensorType)
+    x = ctx.value(op.input)
+    extremum = _stretch(ctx, op, ctx.value(op.result))
+    # The distance to the extremum is >= 0 and 0 exactly at the ties: relu's
+    # derivative [d > 0] marks the others, so the ties' mask is 1 - [d > 0].
+    distance = ctx.sub(extremum, x) if isinstance(op, ReduceMaxOp) else ctx.sub(x, extremum)
+    ones = broadcast_to(ctx, ctx.constant(1.0), op.input.type, op.input)
+    mask = ctx.sub(ones, ctx.activation_grad(distance, ones, "relu"))
+    ties = ctx.emit(ReduceSumOp(mask, op.axes, keepdims=True)).result
+    share = ctx.div(_stretch(ctx, op, grad), broadcast_to(ctx, ties, op.input.type, op.input))
+    return [ctx.mul(share, mask)]
 
 
 not_differentiable(

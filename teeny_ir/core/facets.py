@@ -233,6 +233,14 @@ class Facet(Generic[R]):
             or (self._pointwise_rule is not None and in_pointwise_table(key))
         )
 
+    def since(self, key: Key, version: int) -> int | None:
+        """The ``since`` of the versioned rules that `lookup` picks for ``version``
+        (the highest not above it); None when no versioned rule of ``key`` is that old."""
+        self.load()
+        found = [e.since for e in self._rules.get(key, ()) if e.since is not None]
+        older = [since for since in found if since <= version]
+        return max(older) if older else None
+
     def candidates(self, key: Key) -> list[R]:
         """Every rule registered for ``key`` (conditional and versioned ones
         included), in registration order: what a caller names when none applies."""

@@ -19,6 +19,8 @@ Each `Pointwise` entry gives, for the graph op it is keyed by (``graph.<name>``)
   ``activation_grad`` family renders into its ``derivative`` slot;
 - ``derivative_at_output`` (unary) and ``vjp_reads_output`` (binary): what the
   backward reads besides the operands (below).
+- ``positive_domain``: the op is real only for a positive first operand (log),
+  which the tests that draw random operands read.
 
 Options travel with the entry: every reader takes them with `options_of` from the
 op (a forward op's properties, or the values `graph.activation_grad` carries for
@@ -92,6 +94,10 @@ class Pointwise:
     vjp_reads_output: bool = False
     """Binary entries whose ``vjp`` reads ``out`` (div: ``-(g / y) * out``), so the
     backward must keep or recompute the op's result; the others get it unread."""
+    positive_domain: bool = False
+    """Entries that are real (not NaN) only for a positive first operand (log,
+    sqrt; pow's base, under a non-integer exponent): the tests that draw random
+    operands draw that one positive for them."""
 
     @property
     def name(self) -> str:
@@ -226,6 +232,215 @@ def _hardtanh_derivative_triton(options: Mapping[str, Any]) -> str:
     return f"tl.where((x <= {low!r}) | (x >= {high!r}), 0.0, 1.0)"
 
 
+_EXP_MAX = 88.72283172607422
+"""The largest float32 whose ``exp`` is finite (above it, exp overflows to inf)."""
+_RECIPROCAL_MIN = 2.938737278354183e-39
+"""The smallest float32 magnitude whose reciprocal is finite."""
+_SQUARED_RECIPROCAL_MIN = 5.421011508662376e-20
+"""The smallest float32 magnitude whose reciprocal squares to a finite float32."""
+_LOG_F32_INF = 88.72283908187066
+"""Just below the log of the float64 magnitude (3.4028235677973366e38) from which
+rounding to float32 gives inf."""
+
+
+def _signed_inf(x: str) -> str:
+    """Triton: +-inf with the sign bit of ``x`` (``1 / x`` at ``x = +-0``, read
+    without dividing by zero)."""
+    return f'tl.where({x}.to(tl.int32, bitcast=True) < 0, float("-inf"), float("inf"))'
+
+
+def _exp_triton(x: str) -> str:
+    """Triton: ``exp(x)``, inf above `_EXP_MAX` without computing an overflow."""
+    big = f"({x} > {_EXP_MAX!r})"
+    return f'tl.where({big}, float("inf"), tl.exp(tl.where({big}, 0.0, {x})))'
+
+
+def _reciprocal_triton(x: str) -> str:
+    """Triton: ``1 / x`` (+-inf at +-0 and wherever it overflows), computed only
+    where it is finite, so neither a division by zero nor an overflow happens."""
+    tiny = f"(tl.abs({x}) < {_RECIPROCAL_MIN!r})"
+    return f"tl.where({tiny}, {_signed_inf(x)}, 1.0 / tl.where({tiny}, 1.0, {x}))"
+
+
+def _expm1_nonpositive(n: str) -> str:
+    """Triton: ``exp(n) - 1`` for ``n <= 0`` (or NaN), accurate near 0 (Kahan's
+    ``(u - 1) * n / log(u)``, ``u = exp(n)``; there is no libdevice ``expm1`` in the
+    interpreter): ``n`` itself where ``u`` rounds to 1, -1 where ``u - 1`` does."""
+    d = f"(tl.exp({n}) - 1.0)"
+    exact = f"(({d} == 0.0) | ({d} == -1.0))"
+    # Kahan's quotient only off those lanes: there n lies in (-18, 0) and log(u) < 0.
+    n_off = f"tl.where({exact}, 0.0, {n})"
+    u_off = f"tl.where({exact}, 0.5, tl.exp({n}))"
+    return (
+        f"tl.where({d} == 0.0, {n}, tl.where({d} == -1.0, -1.0, {d} * {n_off} / tl.log({u_off})))"
+    )
+
+
+def _log1p_unit(z: str) -> str:
+    """Triton: ``log(1 + z)`` for ``z`` in [0, 1] (or NaN), accurate for tiny ``z``
+    (Goldberg's ``log(u) * z / (u - 1)``, ``u = 1 + z``; ``z`` where ``u`` rounds to 1)."""
+    u = f"(1.0 + {z})"
+    one = f"({u} == 1.0)"
+    return f"tl.where({one}, {z}, tl.log({u}) * ({z} / tl.where({one}, 1.0, {u} - 1.0)))"
+
+
+def _finite_only(function: str) -> str:
+    """Triton: ``function`` (``tl.sin``) at ``x``, NaN at +-inf without evaluating
+    it there (sin and cos of an infinity are an invalid operation)."""
+    return f'{function}(tl.where(tl.abs(x) == float("inf"), float("nan"), x))'
+
+
+def _nan_at_zero(template: str) -> str:
+    """A derivative that is infinite at ``x = 0`` (log, sqrt, reciprocal), as NaN
+    there: the ``activation_grad`` kernel multiplies the derivative by ``dy``,
+    and its masked-off lanes load ``x = 0`` and ``dy = 0``, where ``inf * 0``
+    would be an invalid operation (PyTorch's gradient there is ``inf * dy``,
+    NaN only where ``dy = 0``). `_nan_at_zero_np` is the numpy side."""
+    return f'tl.where(x == 0, float("nan"), {template})'
+
+
+def _nan_at_zero_np(np: ModuleType, x: Any, value: Any) -> Any:
+    """``value`` (a derivative at ``x``) with NaN where ``x == 0`` (`_nan_at_zero`)."""
+    return np.where(x == 0, np.nan, value)
+
+
+def _log_triton() -> str:
+    # log only of positive x: log(0) = -inf and log(x < 0) = nan are written, not computed.
+    special = 'tl.where(x == 0, float("-inf"), tl.where(x < 0, float("nan"), x))'
+    return f"tl.where(x > 0, tl.log(tl.where(x > 0, x, 1.0)), {special})"
+
+
+def _sqrt_derivative_triton() -> str:
+    # PyTorch's grad / (2 * sqrt(x)), nan below 0 (and at 0: `_nan_at_zero`).
+    root = 'tl.sqrt_rn(tl.where(x <= 0, float("nan"), x))'
+    return _nan_at_zero(f"0.5 / {root}")
+
+
+def _reciprocal_derivative_triton() -> str:
+    # PyTorch's -grad * (1 / x)^2: -inf where the square overflows (NaN at 0:
+    # `_nan_at_zero`).
+    tiny = f"(tl.abs(x) < {_SQUARED_RECIPROCAL_MIN!r})"
+    r = f"(1.0 / tl.where({tiny}, 1.0, x))"
+    return _nan_at_zero(f'tl.where({tiny}, float("-inf"), -({r} * {r}))')
+
+
+def _elu(np: ModuleType, x: Any, alpha: float) -> Any:
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0)))
+
+
+def _elu_triton(options: Mapping[str, Any]) -> str:
+    # alpha multiplies expm1 of the non-positive part only: bounded by |alpha|.
+    alpha = float(options["alpha"])
+    return f"tl.where(x > 0, x, {alpha!r} * {_expm1_nonpositive('tl.where(x > 0, 0.0, x)')})"
+
+
+def _elu_derivative_triton(options: Mapping[str, Any]) -> str:
+    # PyTorch's elu_backward: alpha * exp(x) where x <= 0, else 1 (NaN included).
+    alpha = float(options["alpha"])
+    return f"tl.where(x <= 0, {alpha!r} * tl.exp(tl.where(x <= 0, x, 0.0)), 1.0)"
+
+
+def _celu(np: ModuleType, x: Any, alpha: float) -> Any:
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0.0) * (1.0 / alpha)))
+
+
+def _celu_scaled(options: Mapping[str, Any]) -> tuple[float, str]:
+    """alpha and ``x / alpha`` over the lanes where ``x`` is not positive (0 on the
+    others, NaN kept), with ``x`` first clamped to ``-100 alpha`` (past which
+    expm1 is -1 and exp 0 in float32) so that the scaling by ``1 / alpha``
+    cannot overflow."""
+    alpha = float(options["alpha"])
+    floor = -100.0 * alpha
+    kept = "tl.where(x > 0, 0.0, x)"
+    return alpha, f"(tl.where({kept} < {floor!r}, {floor!r}, {kept}) * {1.0 / alpha!r})"
+
+
+def _celu_triton(options: Mapping[str, Any]) -> str:
+    alpha, n = _celu_scaled(options)
+    return f"tl.where(x > 0, x, {alpha!r} * {_expm1_nonpositive(n)})"
+
+
+def _celu_derivative_triton(options: Mapping[str, Any]) -> str:
+    # PyTorch's elu_backward with input_scale 1 / alpha: exp(x / alpha) where x <= 0.
+    _, n = _celu_scaled(options)
+    return f"tl.where(x <= 0, tl.exp({n}), 1.0)"
+
+
+def _softplus(np: ModuleType, x: Any) -> Any:
+    """log(1 + exp(x)) as ``max(x, 0) + log1p(exp(-|x|))``, which never overflows."""
+    return np.where(x > 0, x, 0.0) + np.log1p(np.exp(-np.abs(x)))
+
+
+def _softsign_derivative(np: ModuleType, x: Any) -> Any:
+    # PyTorch differentiates x / (1 + |x|) by autograd: at +-inf that is inf / inf = nan.
+    return np.where(np.isinf(x), np.nan, (1.0 / (1.0 + np.abs(x))) ** 2)
+
+
+def _extremum_vjp(b: Any, x: Any, y: Any, g: Any) -> tuple[Any, Any, Any]:
+    """``g`` where ``x > y``, ``g`` where ``x < y``, and the rest of ``g`` (ties,
+    and where an operand is NaN), with the masks as relu derivatives of ``x - y``
+    and ``y - x`` (no comparison op is needed)."""
+    above = b.activation_grad(b.sub(x, y), g, "relu")
+    below = b.activation_grad(b.sub(y, x), g, "relu")
+    return above, below, b.sub(b.sub(g, above), below)
+
+
+def _maximum_vjp(b: Any, x: Any, y: Any, out: Any, g: Any) -> tuple[Any, Any]:
+    """PyTorch's: ``g`` to the larger operand, half of it to each on a tie
+    (``inf`` and ``inf`` included); where an operand is NaN, half to each too
+    (PyTorch gives ``g`` to both there; ``x - y`` is NaN for both cases)."""
+    above, below, rest = _extremum_vjp(b, x, y, g)
+    half = b.scale(rest, 0.5)
+    return b.add(above, half), b.add(below, half)
+
+
+def _minimum_vjp(b: Any, x: Any, y: Any, out: Any, g: Any) -> tuple[Any, Any]:
+    """PyTorch's: ``g`` to the smaller operand, half to each on a tie (as maximum)."""
+    above, below, rest = _extremum_vjp(b, x, y, g)
+    half = b.scale(rest, 0.5)
+    return b.add(below, half), b.add(above, half)
+
+
+def _pow_vjp(b: Any, x: Any, y: Any, out: Any, g: Any) -> tuple[Any, Any]:
+    """PyTorch's ``pow_backward_self`` and ``pow_backward_exponent``:
+    ``dx = g * y * x^(y - 1)``, 0 where ``y == 0``; ``dy = g * out * log(x)``, 0
+    where ``x == 0`` and ``y >= 0``. The masks come from ``0^a`` (1 where ``a == 0``,
+    else 0): the exponent ``y - 1`` becomes 0 where ``y == 0`` (so ``x^0 = 1``
+    however ``x`` is, and ``dx = g * 0``), and ``x`` becomes 1 where ``dy`` is
+    masked (``log(1) = 0``). Where an operand is NaN both gradients are NaN
+    (PyTorch's too, but for ``dy`` at ``x = 1``, which it gives as 0)."""
+    zero = b.constant(0.0)
+    exponent = b.add(b.sub(y, b.constant(1.0)), b.pow(zero, b.abs(y)))
+    dx = b.mul(g, b.mul(y, b.pow(x, exponent)))
+    masked = b.pow(zero, b.add(b.abs(x), b.relu(b.neg(y))))
+    dy = b.mul(g, b.mul(out, b.log(b.add(x, masked))))
+    return dx, dy
+
+
+def _pow_triton() -> str:
+    """``x ** y`` as C's ``pow`` (PyTorch's): ``|x|^y = exp(y log|x|)`` in float64,
+    so the float32 result is correctly rounded almost always (``x ** 1`` is
+    ``x``), with the sign of an odd integer power of a negative ``x`` (-0.0
+    included, read from the sign bit), 1 where ``y == 0`` or ``x == 1`` (NaN
+    included), NaN for a finite negative ``x`` and a non-integer ``y``. Nothing
+    is an IEEE exception on the way: ``log 0`` is written as -inf, ``y`` is
+    clamped to +-1e30 (the same results: ``|log|x|| >= 6e-8`` unless ``x`` is +-1),
+    and where ``y log|x|`` exceeds `_LOG_F32_INF` the result is written as inf
+    rather than rounded to float32 from a larger float64."""
+    ax = "tl.abs(x).to(tl.float64)"
+    log_ax = f'tl.where({ax} == 0, float("-inf"), tl.log(tl.where({ax} == 0, 1.0, {ax})))'
+    yc = "tl.where(tl.abs(y) > 1e30, tl.where(y > 0, 1e30, -1e30), y)"
+    t = f"({yc}.to(tl.float64) * tl.where(y == 0, 0.0, {log_ax}))"
+    big = f"({t} > {_LOG_F32_INF!r})"
+    magnitude = f'tl.where({big}, float("inf"), tl.exp(tl.where({big}, 0.0, {t})).to(tl.float32))'
+    negative = "(x.to(tl.int32, bitcast=True) < 0)"
+    integer = f"(tl.floor({yc}) == {yc})"
+    odd = f"({integer} & (tl.floor({yc} * 0.5) * 2.0 != {yc}))"
+    invalid = f'({negative} & (tl.abs(x) != float("inf")) & (x != 0) & ~{integer})'
+    signed = f"{magnitude} * tl.where({negative} & {odd}, -1.0, 1.0)"
+    return f'tl.where((y == 0) | (x == 1), 1.0, tl.where({invalid}, float("nan"), {signed}))'
+
+
 TABLE: tuple[Pointwise, ...] = (
     Pointwise(
         "graph.silu",
@@ -310,6 +525,126 @@ TABLE: tuple[Pointwise, ...] = (
         ),
         derivative_triton=_hardtanh_derivative_triton,
     ),
+    # PyTorch's abs backward is sgn(x): 0 at 0, and 0 at NaN.
+    Pointwise(
+        "graph.abs",
+        1,
+        lambda np, x: np.abs(x),
+        "tl.abs(x)",
+        derivative=lambda np, x: np.where(x > 0, 1.0, np.where(x < 0, -1.0, 0.0)),
+        derivative_triton="tl.where(x > 0, 1.0, tl.where(x < 0, -1.0, 0.0))",
+    ),
+    Pointwise(
+        "graph.neg",
+        1,
+        lambda np, x: -x,
+        "-x",
+        derivative=lambda np, x: np.full_like(x, -1.0),
+        derivative_triton="-1.0",
+    ),
+    Pointwise(
+        "graph.exp",
+        1,
+        lambda np, x: np.exp(x),
+        _exp_triton("x"),
+        derivative=lambda np, x: np.exp(x),
+        derivative_triton=_exp_triton("x"),
+    ),
+    # PyTorch's log backward: grad / x (NaN at 0: `_nan_at_zero`).
+    Pointwise(
+        "graph.log",
+        1,
+        lambda np, x: np.log(x),
+        _log_triton(),
+        derivative=lambda np, x: _nan_at_zero_np(np, x, _divide(np, 1.0, x)),
+        derivative_triton=_nan_at_zero(_reciprocal_triton("x")),
+        positive_domain=True,
+    ),
+    # sqrt(-0) = -0, sqrt(x < 0) = nan; the square root is the correctly rounded one.
+    Pointwise(
+        "graph.sqrt",
+        1,
+        lambda np, x: np.sqrt(x),
+        'tl.sqrt_rn(tl.where(x < 0, float("nan"), x))',
+        derivative=lambda np, x: _nan_at_zero_np(np, x, _divide(np, 0.5, np.sqrt(x))),
+        derivative_triton=_sqrt_derivative_triton(),
+        positive_domain=True,
+    ),
+    Pointwise(
+        "graph.reciprocal",
+        1,
+        lambda np, x: _divide(np, 1.0, x),
+        _reciprocal_triton("x"),
+        derivative=lambda np, x: _nan_at_zero_np(np, x, -(_divide(np, 1.0, x) ** 2)),
+        derivative_triton=_reciprocal_derivative_triton(),
+    ),
+    # d erf = 2 / sqrt(pi) exp(-x^2), x^2 over |x| clamped to 10 (exp(-100) is 0 in f32).
+    Pointwise(
+        "graph.erf",
+        1,
+        _erf,
+        "tl.math.erf(x)",
+        derivative=lambda np, x: (2.0 / math.sqrt(math.pi)) * np.exp(-x * x),
+        derivative_triton=(
+            f"{2.0 / math.sqrt(math.pi)!r}"
+            " * tl.exp(-tl.where(tl.abs(x) > 10.0, 10.0, x) * tl.where(tl.abs(x) > 10.0, 10.0, x))"
+        ),
+    ),
+    # ONNX's log(1 + exp(x)); PyTorch's softplus_backward (beta 1, threshold 20):
+    # sigmoid(x), 1 above 20.
+    Pointwise(
+        "graph.softplus",
+        1,
+        _softplus,
+        f"tl.where(x > 0, x, 0.0) + {_log1p_unit('tl.exp(-tl.abs(x))')}",
+        derivative=lambda np, x: np.where(x > 20.0, 1.0, _logistic(np, x)),
+        derivative_triton="tl.where(x > 20.0, 1.0, logistic(x))",
+    ),
+    Pointwise(
+        "graph.elu",
+        1,
+        _elu,
+        _elu_triton,
+        options=("alpha",),
+        derivative=lambda np, x, alpha: np.where(x <= 0, alpha * np.exp(np.minimum(x, 0.0)), 1.0),
+        derivative_triton=_elu_derivative_triton,
+    ),
+    Pointwise(
+        "graph.celu",
+        1,
+        _celu,
+        _celu_triton,
+        options=("alpha",),
+        derivative=lambda np, x, alpha: np.where(
+            x <= 0, np.exp(np.minimum(x, 0.0) * (1.0 / alpha)), 1.0
+        ),
+        derivative_triton=_celu_derivative_triton,
+    ),
+    # x / (1 + |x|): nan at +-inf (inf / inf), as PyTorch's, written rather than computed.
+    Pointwise(
+        "graph.softsign",
+        1,
+        lambda np, x: x / (1.0 + np.abs(x)),
+        _nan_at_inf("{x} / (1.0 + tl.abs({x}))"),
+        derivative=_softsign_derivative,
+        derivative_triton=_nan_at_inf("(1.0 / (1.0 + tl.abs({x}))) * (1.0 / (1.0 + tl.abs({x})))"),
+    ),
+    Pointwise(
+        "graph.sin",
+        1,
+        lambda np, x: np.sin(x),
+        _finite_only("tl.sin"),
+        derivative=lambda np, x: np.cos(x),
+        derivative_triton=_finite_only("tl.cos"),
+    ),
+    Pointwise(
+        "graph.cos",
+        1,
+        lambda np, x: np.cos(x),
+        _finite_only("tl.cos"),
+        derivative=lambda np, x: -np.sin(x),
+        derivative_triton=f"-{_finite_only('tl.sin')}",
+    ),
     Pointwise("graph.add", 2, lambda np, x, y: x + y, "x + y", vjp=lambda b, x, y, o, g: (g, g)),
     Pointwise(
         "graph.sub", 2, lambda np, x, y: x - y, "x - y", vjp=lambda b, x, y, o, g: (g, b.neg(g))
@@ -322,6 +657,30 @@ TABLE: tuple[Pointwise, ...] = (
         vjp=lambda b, x, y, o, g: (b.mul(g, y), b.mul(g, x)),
     ),
     Pointwise("graph.div", 2, _divide, "x / y", vjp=_div_vjp, vjp_reads_output=True),
+    # NaN propagates from either operand (torch.maximum; tl.maximum would drop it).
+    Pointwise(
+        "graph.maximum",
+        2,
+        lambda np, x, y: np.maximum(x, y),
+        "tl.where((x < y) | (y != y), y, x)",
+        vjp=_maximum_vjp,
+    ),
+    Pointwise(
+        "graph.minimum",
+        2,
+        lambda np, x, y: np.minimum(x, y),
+        "tl.where((y < x) | (y != y), y, x)",
+        vjp=_minimum_vjp,
+    ),
+    Pointwise(
+        "graph.pow",
+        2,
+        lambda np, x, y: np.power(x, y),
+        _pow_triton(),
+        vjp=_pow_vjp,
+        vjp_reads_output=True,
+        positive_domain=True,
+    ),
 )
 
 BY_OP: dict[str, Pointwise] = {entry.op: entry for entry in TABLE}

@@ -43,17 +43,34 @@ from xdsl.utils.exceptions import VerifyException
 from dialects.graph.constant import ConstantOp
 from dialects.graph.conv import Conv2dOp
 from dialects.graph.elementwise import (
+    DEFAULT_ALPHA,
+    AbsOp,
     AddOp,
     BiasAddOp,
+    CeluOp,
+    CosOp,
     DivOp,
+    EluOp,
+    ErfOp,
+    ExpOp,
     GeluOp,
     HardswishOp,
     HardtanhOp,
     LeakyReluOp,
+    LogOp,
+    MaximumOp,
+    MinimumOp,
     MulOp,
+    NegOp,
+    PowOp,
+    ReciprocalOp,
     ReluOp,
     SigmoidOp,
     SiluOp,
+    SinOp,
+    SoftplusOp,
+    SoftsignOp,
+    SqrtOp,
     SubOp,
     TanhOp,
 )
@@ -61,7 +78,15 @@ from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from dialects.graph.pool import AvgPool2dOp, GlobalAvgPool2dOp, MaxPool2dOp, UpsampleNearest2dOp
-from dialects.graph.reduce import CrossEntropyOp, LogSoftmaxOp, ReduceMeanOp, ReduceSumOp, SoftmaxOp
+from dialects.graph.reduce import (
+    CrossEntropyOp,
+    LogSoftmaxOp,
+    ReduceMaxOp,
+    ReduceMeanOp,
+    ReduceMinOp,
+    ReduceSumOp,
+    SoftmaxOp,
+)
 from dialects.graph.shapes import (
     DEFAULT_DILATION,
     DEFAULT_EPS,
@@ -72,7 +97,16 @@ from dialects.graph.shapes import (
     check_shape,
     format_shape,
 )
-from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
+from dialects.graph.structure import (
+    BroadcastOp,
+    ConcatOp,
+    FlattenOp,
+    PadOp,
+    ReshapeOp,
+    SliceOp,
+    SplitOp,
+    TransposeOp,
+)
 from teeny_ir.core.diagnostics import DiagnosticError, SourceLoc
 from teeny_ir.ir.verifier import verify_ops
 
@@ -350,6 +384,70 @@ class GraphBuilder:
         """`graph.leaky_relu` (``negative_slope`` default 0.01)."""
         return self._add(LeakyReluOp, input, negative_slope).result
 
+    def abs(self, input: Value) -> Value:
+        """`graph.abs`."""
+        return self._add(AbsOp, input).result
+
+    def neg(self, input: Value) -> Value:
+        """`graph.neg`."""
+        return self._add(NegOp, input).result
+
+    def exp(self, input: Value) -> Value:
+        """`graph.exp`."""
+        return self._add(ExpOp, input).result
+
+    def log(self, input: Value) -> Value:
+        """`graph.log`."""
+        return self._add(LogOp, input).result
+
+    def sqrt(self, input: Value) -> Value:
+        """`graph.sqrt`."""
+        return self._add(SqrtOp, input).result
+
+    def reciprocal(self, input: Value) -> Value:
+        """`graph.reciprocal`."""
+        return self._add(ReciprocalOp, input).result
+
+    def erf(self, input: Value) -> Value:
+        """`graph.erf`."""
+        return self._add(ErfOp, input).result
+
+    def softplus(self, input: Value) -> Value:
+        """`graph.softplus` (ONNX's ``log(1 + exp(x))``)."""
+        return self._add(SoftplusOp, input).result
+
+    def elu(self, input: Value, alpha: float | None = None) -> Value:
+        """`graph.elu` (``alpha`` default 1.0)."""
+        return self._add(EluOp, input, _unless_equal(alpha, DEFAULT_ALPHA)).result
+
+    def celu(self, input: Value, alpha: float | None = None) -> Value:
+        """`graph.celu` (``alpha`` positive, default 1.0)."""
+        return self._add(CeluOp, input, _unless_equal(alpha, DEFAULT_ALPHA)).result
+
+    def softsign(self, input: Value) -> Value:
+        """`graph.softsign`."""
+        return self._add(SoftsignOp, input).result
+
+    def sin(self, input: Value) -> Value:
+        """`graph.sin`."""
+        return self._add(SinOp, input).result
+
+    def cos(self, input: Value) -> Value:
+        """`graph.cos`."""
+        return self._add(CosOp, input).result
+
+    def maximum(self, lhs: Value, rhs: Value) -> Value:
+        """`graph.maximum` (broadcasting; NaN propagates)."""
+        return self._add(MaximumOp, lhs, rhs).result
+
+    def minimum(self, lhs: Value, rhs: Value) -> Value:
+        """`graph.minimum` (broadcasting; NaN propagates)."""
+        return self._add(MinimumOp, lhs, rhs).result
+
+    def pow(self, lhs: Value, rhs: Value) -> Value:
+        """`graph.pow`: ``lhs ** rhs`` (broadcasting)."""
+        return self._add(PowOp, lhs, rhs).result
+
     def add(self, lhs: Value, rhs: Value) -> Value:
         """`graph.add` (numpy broadcasting)."""
         return self._add(AddOp, lhs, rhs).result
@@ -456,6 +554,27 @@ class GraphBuilder:
         """`graph.transpose`: ``result.shape[i] = input.shape[perm[i]]``."""
         return self._add(TransposeOp, input, perm).result
 
+    def slice(
+        self,
+        input: Value,
+        starts: Sequence[int],
+        ends: Sequence[int],
+        axes: Sequence[int] | None = None,
+        steps: Sequence[int] | None = None,
+    ) -> Value:
+        """`graph.slice` of ``starts[i]:ends[i]:steps[i]`` on each axis ``axes[i]``
+        (default the first ``len(starts)``), clamped as numpy and ONNX do
+        (`SliceOp.from_bounds`); an empty slice is an error."""
+        return self._add_verified(SliceOp.from_bounds, input, starts, ends, axes, steps).result
+
+    def pad(
+        self, input: Value, pads: Sequence[int], mode: str = "constant", value: float = 0.0
+    ) -> Value:
+        """`graph.pad` (ONNX Pad): ``pads`` is ``[begin_0, ..., end_0, ...]`` over
+        every dimension (negative crops); ``mode`` constant (with ``value``),
+        reflect or edge."""
+        return self._add_verified(PadOp, input, pads, mode, value).result
+
     def softmax(self, input: Value, axis: int) -> Value:
         """`graph.softmax` along ``axis``."""
         return self._add(SoftmaxOp, input, axis).result
@@ -475,6 +594,20 @@ class GraphBuilder:
     def reduce_mean(self, input: Value, axes: Sequence[int], *, keepdims: bool = False) -> Value:
         """`graph.reduce_mean` over ``axes``."""
         return self._add(ReduceMeanOp, input, axes, keepdims=keepdims).result
+
+    def reduce_max(self, input: Value, axes: Sequence[int], *, keepdims: bool = False) -> Value:
+        """`graph.reduce_max` over ``axes``."""
+        return self._add(ReduceMaxOp, input, axes, keepdims=keepdims).result
+
+    def reduce_min(self, input: Value, axes: Sequence[int], *, keepdims: bool = False) -> Value:
+        """`graph.reduce_min` over ``axes``."""
+        return self._add(ReduceMinOp, input, axes, keepdims=keepdims).result
+
+    def broadcast(self, input: Value, shape: Sequence[int]) -> Value:
+        """`graph.broadcast` of ``input`` to ``shape`` (static, or the input's
+        dynamic batch at dimension 0 kept: -1 there)."""
+        dims = [DYNAMIC_INDEX if d < 0 else d for d in shape]
+        return self._add_verified(BroadcastOp, input, TensorType(f32, dims)).result
 
     # Helpers.
 

@@ -13,14 +13,47 @@ import importlib
 
 from teeny_ir.kernels.contract import KernelFamily
 
-FAMILY_PACKAGES = ("elementwise", "conv1x1_gemm", "implicit_gemm_conv", "depthwise_conv", "pool2d", "upsample_nearest2d", "concat", "split", "channel_affine", "transpose", "linear", "matmul", "softmax", "reduce", "cross_entropy", "max_pool2d_backward", "avg_pool2d_backward", "sgd_update", "adamw_update", "conv2d_backward_data", "conv2d_backward_weight", "activation_grad", "softmax_backward", "cross_entropy_backward", "broadcast", "batch_norm_train", "batch_norm_backward")
+FAMILY_PACKAGES = (
+    "elementwise",
+    "conv1x1_gemm",
+    "implicit_gemm_conv",
+    "depthwise_conv",
+    "pool2d",
+    "upsample_nearest2d",
+    "concat",
+    "split",
+    "channel_affine",
+    "transpose",
+    "linear",
+    "matmul",
+    "softmax",
+    "reduce",
+    "reduce_extremum",
+    "cross_entropy",
+    "max_pool2d_backward",
+    "avg_pool2d_backward",
+    "sgd_update",
+    "adamw_update",
+    "conv2d_backward_data",
+    "conv2d_backward_weight",
+    "activation_grad",
+    "softmax_backward",
+    "cross_entropy_backward",
+    "broadcast",
+    "batch_norm_train",
+    "batch_norm_backward",
+    "slice",
+    "pad",
+)
 """Every kernel family, by subpackage name (= family name)."""
 
 
 def _load() -> dict[str, KernelFamily]:
     families: dict[str, KernelFamily] = {}
     for package in FAMILY_PACKAGES:
-        family: KernelFamily = importlib.import_module(f"teeny_ir.kernels.{package}.contract").FAMILY
+        family: KernelFamily = importlib.import_module(
+            f"teeny_ir.kernels.{package}.contract"
+        ).FAMILY
         if family.name != package:
             raise RuntimeError(f"family package '{package}' defines family '{family.name}'")
         families[family.name] = family

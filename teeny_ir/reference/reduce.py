@@ -14,7 +14,9 @@ from dialects.graph.reduce import (
     CrossEntropyOp,
     LogSoftmaxBackwardOp,
     LogSoftmaxOp,
+    ReduceMaxOp,
     ReduceMeanOp,
+    ReduceMinOp,
     ReduceSumOp,
     SoftmaxBackwardOp,
     SoftmaxOp,
@@ -73,6 +75,15 @@ def _reduce_sum_op(op: ReduceSumOp, args: list[Array], weights: Weights) -> list
 @semantics(ReduceMeanOp)
 def _reduce_mean_op(op: ReduceMeanOp, args: list[Array], weights: Weights) -> list[Array]:
     return [np.asarray(args[0], np.float64).mean(axis=op.axes, keepdims=op.keepdims)]
+
+
+@semantics(ReduceMaxOp, ReduceMinOp)
+def _reduce_extremum_op(
+    op: ReduceMaxOp | ReduceMinOp, args: list[Array], weights: Weights
+) -> list[Array]:
+    # numpy's max and min propagate NaN, as torch.amax and torch.amin.
+    reduce = np.max if isinstance(op, ReduceMaxOp) else np.min
+    return [reduce(np.asarray(args[0], np.float64), axis=op.axes, keepdims=op.keepdims)]
 
 
 @semantics(SoftmaxBackwardOp)

@@ -244,7 +244,7 @@ REJECTIONS = [
         "missing constexpr 'GROUP_M'",
     ),
     ("constexpr type", set_at("kernels/1/constexprs/OP", 9), "must name a pointwise-table entry"),
-    ("unknown op", set_at("kernels/1/constexprs/OP", "exp"), "'exp' is not an entry"),
+    ("unknown op", set_at("kernels/1/constexprs/OP", "no_such_op"), "'no_such_op' is not an entry"),
     ("code in an op", set_at("kernels/1/constexprs/OP", "add(x=os)"), "unexpected option 'x'"),
     ("activation", set_at("kernels/0/constexprs/ACTIVATION", "add"), "'add' is not one of none"),
     (

@@ -22,6 +22,7 @@ OPTION_VALUES: dict[str, tuple[str | float, ...]] = {
     "negative_slope": (0.01, 0.2),
     "min_val": (-1.0, 0.0),
     "max_val": (1.0, 6.0),
+    "alpha": (1.0, 0.5),
 }
 """Values worth covering, by option name (an entry's ``options`` names its
 op's properties): the op's default first."""

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from teeny_ir.frontend.onnx.context import Node, Value, onnx_op
 
 
@@ -48,25 +50,48 @@ def _gelu(node: Node) -> list[Value]:
     return [node.b.gelu(node.tensor(0), attrs["approximate"])]
 
 
+@onnx_op("Clip", since=6)
+def _clip_6(node: Node) -> list[Value]:
+    # Bounds as attributes, defaulting to float32's lowest and highest values.
+    largest = float(np.finfo(np.float32).max)
+    attrs = node.attrs(min=-largest, max=largest)
+    low, high = float(attrs["min"]), float(attrs["max"])
+    return [node.b.hardtanh(node.tensor(0), min(low, high), high)]
+
+
 @onnx_op("Clip", since=11)
 def _clip(node: Node) -> list[Value]:
-    # `min` and `max` are optional inputs since opset 11 (attributes before).
+    # `min` and `max` are optional inputs since opset 11 (attributes before):
+    # min(max(x, min), max), so every value is max when min > max.
     node.attrs()
     x = node.tensor(0)
-    low = node.const(1, "min") if node.has_input(1) else None
-    high = node.const(2, "max") if node.has_input(2) else None
+    low = node.value(1) if node.has_input(1) else None
+    high = node.value(2) if node.has_input(2) else None
+    scalar = [isinstance(v, np.ndarray) and v.size == 1 for v in (low, high)]
     if low is None and high is None:
         return [x]
-    if high is None:
-        assert low is not None
-        if float(low.reshape(-1)[0]) != 0.0 or low.size != 1:
-            raise node.refuse("a Clip with only a non-zero min (graph.hardtanh needs both bounds)")
+    if all(scalar):
+        assert isinstance(low, np.ndarray) and isinstance(high, np.ndarray)
+        lo, hi = float(low.reshape(-1)[0]), float(high.reshape(-1)[0])
+        return [node.b.hardtanh(x, min(lo, hi), hi)]
+    if high is None and scalar[0] and float(np.asarray(low).reshape(-1)[0]) == 0.0:
         return [node.b.relu(x)]
-    if low is None or low.size != 1 or high.size != 1:
-        raise node.refuse("a Clip without a scalar min and max")
-    lo, hi = float(low.reshape(-1)[0]), float(high.reshape(-1)[0])
-    # min(max(x, lo), hi): every value is hi when lo > hi.
-    return [node.b.hardtanh(x, min(lo, hi), hi)]
+    y = x
+    if low is not None:
+        y = node.b.maximum(y, node.tensor(1))
+    if high is not None:
+        y = node.b.minimum(y, node.tensor(2))
+    return [y]
+
+
+@onnx_op("Dropout", since=7)
+@onnx_op("Dropout", since=10)
+def _dropout_7(node: Node) -> list[Value]:
+    # Inference: the input itself; ratio is an attribute before opset 12.
+    node.attrs(ratio=0.5)
+    if node.num_outputs > 1:
+        raise node.refuse("the mask output is not supported")
+    return [node.value(0)]
 
 
 @onnx_op("Dropout", since=12)
@@ -75,8 +100,11 @@ def _dropout(node: Node) -> list[Value]:
     node.attrs(seed=0)
     if node.num_outputs > 1:
         raise node.refuse("the mask output is not supported")
-    if node.has_input(2) and bool(node.const(2, "training_mode").reshape(-1)[0]):
-        raise node.refuse("training_mode=True is not supported (inference only)")
+    training = node.has_input(2) and bool(node.const(2, "training_mode").reshape(-1)[0])
+    ratio = float(node.const(1, "ratio").reshape(-1)[0]) if node.has_input(1) else 0.5
+    if training and ratio != 0.0:
+        # A random mask: the graph dialect has no random numbers (ratio 0 keeps all).
+        raise node.refuse(f"training_mode=True with ratio {ratio} (inference only)")
     return [node.value(0)]
 
 

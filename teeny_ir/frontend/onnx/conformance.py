@@ -69,6 +69,35 @@ class Result:
     feeds: tuple[np.ndarray, ...] = ()
 
 
+def without_specials(
+    got: Sequence[np.ndarray], want: Sequence[np.ndarray]
+) -> tuple[str | None, list[np.ndarray], list[np.ndarray]]:
+    """Why the NaN and infinities of ``got`` differ from ``want``'s (None when each
+    sits where the other's does), and both with those elements zeroed in float64:
+    what the tolerance rule then compares (it takes finite values only)."""
+    if len(got) != len(want):
+        return f"{len(got)} outputs, expected {len(want)}", [], []
+    got_finite, want_finite = [], []
+    for index, (g, w) in enumerate(zip(got, want, strict=True)):
+        g, w = np.asarray(g, np.float64), np.asarray(w, np.float64)
+        if g.size != w.size:
+            return f"output {index}: {g.size} elements, expected {w.size}", [], []
+        g, w = g.reshape(w.shape), w
+        specials = ~np.isfinite(w) | ~np.isfinite(g)
+        same = (np.isnan(g) & np.isnan(w)) | (g == w)
+        if np.any(specials & ~same):
+            first = int(np.flatnonzero((specials & ~same).reshape(-1))[0])
+            return (
+                f"output {index}: element {first} is {g.reshape(-1)[first]}, expected "
+                f"{w.reshape(-1)[first]}",
+                [],
+                [],
+            )
+        got_finite.append(np.where(specials, 0.0, g))
+        want_finite.append(np.where(specials, 0.0, w))
+    return None, got_finite, want_finite
+
+
 def data_dir() -> Path:
     """Where the wheel keeps its node tests (which it may not ship)."""
     return Path(os.path.dirname(onnx.__file__)) / "backend" / "test" / "data" / "node"
@@ -108,7 +137,16 @@ def _generated(names: set[str] | None) -> Iterator[Case]:
         if case.model is None or not case.data_sets:
             continue
         inputs, outputs = case.data_sets[0]
-        yield Case(case.name, case.model, list(inputs), list(outputs))
+        yield Case(case.name, case.model, _arrays(inputs), _arrays(outputs))
+
+
+def _arrays(values: Sequence[object]) -> list[np.ndarray]:
+    """The generators' values as arrays (some give a ``TensorProto``, e.g. for
+    element types numpy lacks); sequences and optionals stay as they are."""
+    return [
+        numpy_helper.to_array(v) if isinstance(v, onnx.TensorProto) else v  # type: ignore[misc]
+        for v in values
+    ]
 
 
 def cases(names: Sequence[str] | None = None) -> Iterator[Case]:

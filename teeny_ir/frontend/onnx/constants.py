@@ -1,6 +1,6 @@
 """Constants and shape computations folded at import time with numpy: Constant,
-Shape, Gather, Cast, Range, ConstantOfShape, Slice (which, on a graph tensor with
-step 1, is the middle piece of a `graph.split`), Expand, Equal, Where. A shape that depends on the
+Shape, Gather, Cast, Range, ConstantOfShape, Slice (a graph tensor is sliced by
+`teeny_ir.frontend.onnx.slicing`), Expand, Equal, Where. A shape that depends on the
 dynamic batch holds `BATCH`; anything that would compute with it is refused."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import SSAValue
 
 from teeny_ir.frontend.onnx.context import BATCH, Node, Value, dims, has_batch, onnx_op, tidy
+from teeny_ir.frontend.onnx.slicing import slice_tensor
 
 
 @onnx_op("Constant", since=11)
+@onnx_op("Constant", since=12)  # value_float(s), value_int(s), value_string(s)
 def _constant(node: Node) -> list[Value]:
     attrs = node.attrs(
         value=None, value_float=None, value_floats=None, value_int=None, value_ints=None
@@ -29,6 +31,7 @@ def _constant(node: Node) -> list[Value]:
 
 
 @onnx_op("Shape", since=1)
+@onnx_op("Shape", since=15)  # start, end
 def _shape(node: Node) -> list[Value]:
     # start and end (opset 15) slice the shape, clamped as Slice is.
     attrs = node.attrs(start=0, end=None)
@@ -56,28 +59,66 @@ def _gather(node: Node) -> list[Value]:
 
 
 @onnx_op("Cast", since=6)
+@onnx_op("Cast", since=19)  # saturate (float8 targets only)
+@onnx_op("Cast", since=24)  # round_mode (float8e8m0 targets only)
 def _cast(node: Node) -> list[Value]:
-    attrs = node.attrs(to=None, saturate=1)
-    to = attrs["to"]
+    attrs = node.attrs(to=None, saturate=1, round_mode="up")
+    return [_cast_to(node, attrs["to"])]
+
+
+@onnx_op("CastLike", since=15)
+@onnx_op("CastLike", since=19)  # saturate
+@onnx_op("CastLike", since=24)  # round_mode
+def _cast_like(node: Node) -> list[Value]:
+    node.attrs(saturate=1, round_mode="up")
+    like = node.value(1)
+    if isinstance(like, SSAValue):
+        return [_cast_to(node, TensorProto.FLOAT)]  # graph tensors are f32
+    try:
+        to = helper.np_dtype_to_tensor_dtype(like.dtype)
+    except (KeyError, ValueError, TypeError):
+        raise node.refuse(f"casting to the type of a {like.dtype} tensor") from None
+    return [_cast_to(node, to)]
+
+
+def _cast_to(node: Node, to: int) -> Value:
+    """Input 0 as ONNX element type ``to``."""
     try:
         dtype = helper.tensor_dtype_to_np_dtype(to)
     except KeyError:
         raise node.refuse(f"unsupported attribute to={to}") from None
+    if np.dtype(dtype).kind not in "biuf" or np.dtype(dtype).isbuiltin != 1:
+        # float8, float4, int4 and bfloat16 (ml_dtypes), strings: rounding and
+        # saturation numpy does not do as ONNX specifies.
+        raise node.refuse(f"unsupported attribute to={TensorProto.DataType.Name(to)}")
     data = node.value(0)
     if not isinstance(data, np.ndarray):
         if to == TensorProto.FLOAT:
-            return [data]  # graph tensors are f32 already
+            return data  # graph tensors are f32 already
         raise node.refuse(f"casting a graph tensor to {TensorProto.DataType.Name(to)}")
     if has_batch(data):
         if dtype.kind not in "iu":
             raise node.refuse("casting a shape that depends on the dynamic batch to a float")
-        return [data]
-    return [data.astype(dtype)]
+        return data
+    if data.dtype.kind not in "biuf" or data.dtype.isbuiltin != 1:
+        raise node.refuse(f"casting a tensor of {data.dtype} elements")
+    return data.astype(dtype)
+
+
+@onnx_op("Size", since=1)
+def _size(node: Node) -> list[Value]:
+    node.attrs()
+    value = node.value(0)
+    shape = value.shape if isinstance(value, np.ndarray) else dims(value)
+    if any(d == DYNAMIC_INDEX for d in shape):
+        raise node.refuse("the size of a tensor with the dynamic batch")
+    return [np.array(int(np.prod(shape, dtype=np.int64)), dtype=np.int64)]
 
 
 @onnx_op("Range", since=11)
+@onnx_op("Range", since=27)  # stash_type: float16 accumulation only
 def _range(node: Node) -> list[Value]:
-    node.attrs()
+    node.attrs(stash_type=1)
     start, limit, delta = (
         node.const(i, name) for i, name in enumerate(("start", "limit", "delta"))
     )
@@ -94,32 +135,6 @@ def _constant_of_shape(node: Node) -> list[Value]:
     return [np.full(shape, fill[0], dtype=fill.dtype)]
 
 
-def _slice_tensor(
-    node: Node, x: SSAValue, starts: list[int], ends: list[int], axes: list[int], steps: list[int]
-) -> SSAValue:
-    """A step-1 slice of a graph tensor: the middle piece of a `graph.split` per axis."""
-    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
-        shape = dims(x)
-        if not -len(shape) <= axis < len(shape):
-            raise node.refuse(f"invalid axis {axis}")
-        axis %= len(shape)
-        if step != 1:
-            raise node.refuse(f"step {step} on a graph tensor (only step 1 is supported)")
-        size = shape[axis]
-        if size == DYNAMIC_INDEX:
-            raise node.refuse("slicing the dynamic batch dimension")
-        first = min(max(start + size if start < 0 else start, 0), size)
-        last = min(max(end + size if end < 0 else end, 0), size)
-        if last <= first:
-            raise node.refuse(f"an empty slice [{start}:{end}] of axis {axis}")
-        if (first, last) == (0, size):
-            continue
-        sizes = [n for n in (first, last - first, size - last) if n]
-        pieces = node.b.split(x, sizes, axis)
-        x = pieces[1 if first else 0]
-    return x
-
-
 @onnx_op("Slice", since=10)
 def _slice(node: Node) -> list[Value]:
     node.attrs()
@@ -130,7 +145,7 @@ def _slice(node: Node) -> list[Value]:
         raise node.refuse("starts, ends, axes and steps differ in length")
     source = node.value(0)
     if isinstance(source, SSAValue):
-        return [_slice_tensor(node, source, starts, ends, axes, steps)]
+        return [slice_tensor(node, source, starts, ends, axes, steps)]
     data = source
     index = [slice(None)] * data.ndim
     for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
@@ -152,11 +167,36 @@ def _plain(node: Node, index: int, what: str) -> np.ndarray:
 @onnx_op("Expand", since=8)
 def _expand(node: Node) -> list[Value]:
     node.attrs()
+    if isinstance(node.value(0), SSAValue):
+        return [_expand_tensor(node, node.tensor(0))]
     data = _plain(node, 0, "input")
     shape = node.ints(1, "shape")
     # Expand broadcasts both ways: a 1 in `shape` keeps the input's size.
     target = np.broadcast_shapes(data.shape, tuple(shape))
     return [np.broadcast_to(data, target).copy()]
+
+
+def _expand_tensor(node: Node, x: SSAValue) -> SSAValue:
+    """A graph tensor expanded: `graph.broadcast` to the two shapes' broadcast,
+    the dynamic batch (``BATCH`` in the target, or the input's) kept in place."""
+    source = dims(x)
+    target = [BATCH if v is BATCH else int(v) for v in node.const(1, "shape").reshape(-1)]
+    rank = max(len(source), len(target))
+    padded_source = [1] * (rank - len(source)) + list(source)
+    padded_target: list[object] = [1] * (rank - len(target)) + target
+    result: list[int] = []
+    for axis, (have, want) in enumerate(zip(padded_source, padded_target, strict=True)):
+        if have == DYNAMIC_INDEX or want is BATCH:
+            if axis != 0 or have != DYNAMIC_INDEX or want not in (1, BATCH):
+                raise node.refuse(f"expanding to {target}: the dynamic batch moves or grows")
+            result.append(DYNAMIC_INDEX)
+        elif have == 1 or want in (1, have):
+            result.append(have if want == 1 else int(str(want)))
+        else:
+            raise node.refuse(f"shape {target} does not broadcast with {list(source)}")
+    if result == list(source):
+        return x
+    return node.b.broadcast(x, result)
 
 
 @onnx_op("Equal", since=11)

@@ -46,7 +46,9 @@ OnnxRule = Callable[["Node"], list[Value]]
 
 ONNX_RULES: Facet[OnnxRule] = Facet(
     "ONNX import",
-    homes=lambda: modules_of(__package__, skip=("context", "importer", "patterns", "conformance")),
+    homes=lambda: modules_of(
+        __package__, skip=("context", "importer", "patterns", "conformance", "versions")
+    ),
 )
 """ONNX op type -> handler, versioned by the opset the handler's form appeared in."""
 onnx_op = ONNX_RULES.register

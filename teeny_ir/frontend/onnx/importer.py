@@ -30,13 +30,22 @@ from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.core.facets import OptOut
 from teeny_ir.frontend.graph_builder import GraphBuilder
 from teeny_ir.frontend.imported import ImportedModel
-from teeny_ir.frontend.onnx.context import ONNX_RULES, Node, NodeLoc, Value, node_loc
+from teeny_ir.frontend.onnx.context import (
+    ONNX_RULES,
+    Node,
+    NodeLoc,
+    OnnxRule,
+    Value,
+    node_loc,
+)
 from teeny_ir.frontend.onnx.patterns import Match, find_patterns
+from teeny_ir.frontend.onnx.versions import first_change, schema_version
 
-MIN_OPSET = 11
-"""The oldest default-domain opset the handlers are written for."""
-MAX_OPSET = 21
-"""The newest default-domain opset the handlers are written for."""
+MIN_OPSET = 7
+"""The oldest default-domain opset a model may declare (each node's op version
+is then checked against its handler: `versions`)."""
+MAX_OPSET = onnx.defs.onnx_opset_version()
+"""The newest default-domain opset a model may declare: the newest onnx knows."""
 
 
 def _error(message: str, filename: str, where: str = "") -> DiagnosticError:
@@ -152,6 +161,12 @@ class _Importer:
             raise _error("the input has no shape", self.filename, where)
         shape: list[int | None] = []
         for index, dim in enumerate(type_.tensor_type.shape.dim):
+            if dim.HasField("dim_value") and dim.dim_value == 0:
+                raise _error(
+                    f"dimension {index} has size 0: empty tensors are not supported",
+                    self.filename,
+                    where,
+                )
             if dim.HasField("dim_value") and dim.dim_value > 0:
                 shape.append(dim.dim_value)
             elif index == 0:
@@ -200,12 +215,7 @@ class _Importer:
                 f"{proto.op_type}: ops of domain '{domain}' are not supported", location
             )
         opset = self.opsets[domain]
-        rule = ONNX_RULES.lookup(proto.op_type, version=opset)
-        if rule is None or isinstance(rule, OptOut):
-            why = rule.reason if isinstance(rule, OptOut) else "unsupported op"
-            if rule is None and ONNX_RULES.candidates(proto.op_type):
-                why = f"unsupported at opset {opset}"
-            raise DiagnosticError.single(f"{proto.op_type}: {why}", location)
+        rule = self._rule(proto.op_type, domain, opset, location)
         inputs = [self.values[name] if name else None for name in proto.input]
         node = Node(proto, location, opset, inputs, self.b, self._weight)
         try:
@@ -224,6 +234,13 @@ class _Importer:
         for name, value in zip(proto.output, results, strict=False):
             if name:
                 self.values[name] = value
+
+    def _rule(self, op_type: str, domain: str, opset: int, location: NodeLoc) -> OnnxRule:
+        """The handler of ``op_type`` at ``opset``, or its refusal at ``location``."""
+        found = handler(op_type, opset, domain)
+        if isinstance(found, str):
+            raise DiagnosticError.single(f"{op_type}: {found}", location)
+        return found
 
     def _pattern(self, proto: onnx.NodeProto, match: Match) -> None:
         """The one graph op of a recognised decomposition (`patterns`), at its root."""
@@ -248,6 +265,30 @@ class _Importer:
         self.initializers[unique] = array
         self.initializer_of[id(array)] = unique
         return self._param(unique, array)
+
+
+def handler(op_type: str, opset: int, domain: str = "") -> OnnxRule | str:
+    """The handler serving ``op_type`` in a model of ``opset`` (of ``domain``), or
+    why none does: the op's version at that opset (`versions.schema_version`)
+    picks the handler, which must know every signature change up to it."""
+    version = schema_version(op_type, domain, opset)
+    if version is None:
+        return f"not an op of opset {opset}"
+    rule = ONNX_RULES.lookup(op_type, version=version)
+    if isinstance(rule, OptOut):
+        return rule.reason
+    if rule is None:
+        if ONNX_RULES.candidates(op_type):
+            return f"unsupported at opset {opset} (version {version} of the op)"
+        return "unsupported op"
+    since = ONNX_RULES.since(op_type, version)
+    changed = None if since is None else first_change(op_type, domain, since, version)
+    if changed is not None:
+        return (
+            f"unsupported at opset {opset}: version {changed} of the op changed its inputs "
+            f"or attributes (the handler is for version {since})"
+        )
+    return rule
 
 
 def _message(err: DiagnosticError) -> str:

@@ -40,7 +40,10 @@ def _matmul(node: Node) -> list[Value]:
     b = node.b
     left, right = len(dims(lhs)) == 1, len(dims(rhs)) == 1
     if left and right:
-        raise node.refuse("two 1-D operands (a scalar result: graph tensors have rank >= 1)")
+        # The dot product: a rank-0 result.
+        if dims(lhs) != dims(rhs):
+            raise node.refuse(f"1-D operands of sizes {dims(lhs)[0]} and {dims(rhs)[0]}")
+        return [b.reduce_sum(b.mul(lhs, rhs), [0])]
     if left:
         lhs = b.reshape(lhs, [1, dims(lhs)[0]])
     if right:

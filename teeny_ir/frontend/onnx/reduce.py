@@ -1,4 +1,6 @@
-"""Softmax, LogSoftmax, ReduceMean and ReduceSum."""
+"""Softmax, LogSoftmax and the reductions: ReduceSum, ReduceMean, ReduceMax and
+ReduceMin as graph reductions; ReduceL1, ReduceL2, ReduceSumSquare, ReduceLogSum
+and ReduceLogSumExp as their compositions (ReduceProd has no graph form)."""
 
 from __future__ import annotations
 
@@ -28,21 +30,61 @@ def _softmax_13(node: Node) -> list[Value]:
     return [make(node.tensor(0), axis)]
 
 
-def _reduce(node: Node, axes: list[int] | None, keepdims: int, noop: int) -> list[Value]:
-    x = node.tensor(0)
-    rank = len(dims(x))
+def _axes(node: Node, axes: list[int] | None, noop: int) -> list[int] | None:
+    """The reduced axes, non-negative and sorted; None for ``noop_with_empty_axes``
+    with no axes (the identity)."""
+    rank = len(dims(node.tensor(0)))
     if not axes:
-        if noop:
-            return [x]
-        axes = list(range(rank))
+        return None if noop else list(range(rank))
     if any(not -rank <= a < rank for a in axes):
         raise node.refuse(f"axes {axes} out of range for rank {rank}")
-    normal = sorted({a % rank for a in axes})
-    make = node.b.reduce_mean if node.op_type == "ReduceMean" else node.b.reduce_sum
-    return [make(x, normal, keepdims=bool(keepdims))]
+    return sorted({a % rank for a in axes})
 
 
-@onnx_op("ReduceMean", "ReduceSum", since=1)
+def _reduce(node: Node, axes: list[int] | None, keepdims: int, noop: int) -> list[Value]:
+    """Every Reduce* op: a graph reduction, or its composition of graph ops."""
+    x = node.tensor(0)
+    normal = _axes(node, axes, noop)
+    b = node.b
+    keep = bool(keepdims)
+    op = node.op_type
+    if normal is None:
+        # The identity, but for the elementwise step of the composite reductions.
+        if op in ("ReduceL1", "ReduceL2"):
+            return [b.abs(x)]
+        if op == "ReduceSumSquare":
+            return [b.mul(x, x)]
+        if op == "ReduceLogSum":
+            return [b.log(x)]
+        return [x]
+    if op in _GRAPH_REDUCTIONS:
+        return [getattr(b, _GRAPH_REDUCTIONS[op])(x, normal, keepdims=keep)]
+    if op == "ReduceL1":
+        return [b.reduce_sum(b.abs(x), normal, keepdims=keep)]
+    if op == "ReduceSumSquare":
+        return [b.reduce_sum(b.mul(x, x), normal, keepdims=keep)]
+    if op == "ReduceL2":
+        return [b.sqrt(b.reduce_sum(b.mul(x, x), normal, keepdims=keep))]
+    if op == "ReduceLogSum":
+        return [b.log(b.reduce_sum(x, normal, keepdims=keep))]
+    assert op == "ReduceLogSumExp"
+    # log(sum(exp(x - m))) + m with m the maximum, so exp never overflows (the
+    # maximum taken twice, kept for the shift and in the result's shape).
+    shifted = b.exp(b.sub(x, b.reduce_max(x, normal, keepdims=True)))
+    total = b.log(b.reduce_sum(shifted, normal, keepdims=keep))
+    return [b.add(total, b.reduce_max(x, normal, keepdims=keep))]
+
+
+_GRAPH_REDUCTIONS = {
+    "ReduceSum": "reduce_sum",
+    "ReduceMean": "reduce_mean",
+    "ReduceMax": "reduce_max",
+    "ReduceMin": "reduce_min",
+}
+_COMPOSITES = ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")
+
+
+@onnx_op("ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", *_COMPOSITES, since=1)
 def _reduce_attr(node: Node) -> list[Value]:
     attrs = node.attrs(axes=None, keepdims=1)
     axes = None if attrs["axes"] is None else [int(a) for a in attrs["axes"]]
@@ -50,11 +92,11 @@ def _reduce_attr(node: Node) -> list[Value]:
 
 
 def _reduce_input(node: Node) -> list[Value]:
-    # `axes` moved from an attribute to an optional input (ReduceSum 13, ReduceMean 18).
+    # `axes` moved from an attribute to an optional input (ReduceSum 13, the others 18).
     attrs = node.attrs(keepdims=1, noop_with_empty_axes=0)
     axes = node.ints(1, "axes") if node.has_input(1) else None
     return _reduce(node, axes, attrs["keepdims"], attrs["noop_with_empty_axes"])
 
 
 onnx_op("ReduceSum", since=13)(_reduce_input)
-onnx_op("ReduceMean", since=18)(_reduce_input)
+onnx_op("ReduceMean", "ReduceMax", "ReduceMin", *_COMPOSITES, since=18)(_reduce_input)

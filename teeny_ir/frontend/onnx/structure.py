@@ -120,6 +120,7 @@ def reshape_to(node: Node, x: SSAValue, target: list[object]) -> SSAValue:
 
 
 @onnx_op("Reshape", since=5)
+@onnx_op("Reshape", since=14)  # allowzero
 def _reshape(node: Node) -> list[Value]:
     attrs = node.attrs(allowzero=0)
     target = node.const(1, "shape").reshape(-1).tolist()
