@@ -327,7 +327,11 @@ def _kernel_text(op_type: type[Any]) -> tuple[str, bool]:
         families = [family_of(found)]
     if families == ["views"]:  # no launch: a view of its operand (views.md)
         return "no launch: a view ([views.md](views.md))", True
-    return ", ".join(f"[`{f}`](../teeny_ir/kernels/{f}/)" for f in families), True
+    links = (
+        "a view ([views.md](views.md))" if f == "views" else f"[`{f}`](../teeny_ir/kernels/{f}/)"
+        for f in families
+    )
+    return ", ".join(links), True
 
 
 def supported_ops_page() -> str:
@@ -388,7 +392,7 @@ def importing_page() -> str:
         module = sys.modules[runs[0][2].__module__]
         rows.append([f"`{op_type}`", spans, source_link(module)])
     return page(
-        "Importing ONNX models",
+        "Importing ONNX models and torch.export programs",
         "```sh\n"
         "pip install -e '.[onnx]'\n"
         "teeny-import model.onnx -o model.mlir   # writes model.mlir and model.safetensors\n"
@@ -438,10 +442,12 @@ def importing_page() -> str:
         "dilations=[2, 2]\n"
         "model.onnx:node 7: error: Einsum: unsupported op\n"
         "model.onnx:node 9: error: Upsample: unsupported at opset 8 (version 7 of the op)\n"
-        "model.onnx:input 'x': error: dimension 1 is symbolic: only dimension 0 (the batch) "
-        "may be\n"
+        "model.onnx:input 'x' of Conv: error: dimension 1 is symbolic: only dimension 0 "
+        "(the batch) may be\n"
         "```\n\n"
-        "An attribute a handler does not read is refused by name, not ignored.",
+        "An attribute a handler does not read is refused by name, not ignored. A refusal "
+        "about a graph input names the op that reads it; one about a value the graph "
+        "computes (an integer result) points at the node that computed it.",
         "## Opsets and op versions\n\n"
         f"A model may declare any default-domain opset from {MIN_OPSET} to {MAX_OPSET} "
         "(the newest the pinned onnx knows). Each node is then served by the handler of "
@@ -459,7 +465,88 @@ def importing_page() -> str:
         f"an input). A handler still refuses forms of its op that the graph dialect cannot "
         f"express; its module says which.",
         table(["ONNX op", "opsets", "handled in"], rows),
+        *_torch_import_sections(),
     )
+
+
+def _torch_import_sections() -> list[str]:
+    """The torch.export half of the importing page, with its handler table."""
+    # Read from the handler modules' source: generating the docs must not import torch.
+    import ast
+
+    package = ROOT / "teeny_ir" / "frontend" / "torch"
+    found: dict[str, Path] = {}
+    for path in sorted(package.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        literals: dict[str, list[str]] = {}
+        for node in tree.body:
+            target = node.target if isinstance(node, ast.AnnAssign) else None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target = node.targets[0]
+            value = getattr(node, "value", None)
+            if isinstance(target, ast.Name) and isinstance(value, (ast.Dict, ast.Tuple)):
+                items = value.keys if isinstance(value, ast.Dict) else value.elts
+                literals[target.id] = [k.value for k in items if isinstance(k, ast.Constant)]
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for deco in node.decorator_list:
+                if isinstance(deco, ast.Call) and getattr(deco.func, "id", "") == "aten_op":
+                    for arg in deco.args:
+                        if isinstance(arg, ast.Constant):
+                            found[arg.value] = path
+                        elif isinstance(arg, ast.Starred) and isinstance(arg.value, ast.Name):
+                            found.update(dict.fromkeys(literals[arg.value.id], path))
+    rows = []
+    for key in sorted(found):
+        relative = found[key].relative_to(ROOT).as_posix()
+        rows.append([f"`{key}`", f"[{relative}](../{relative})"])
+    return [
+        "## Importing torch.export programs\n\n"
+        "```sh\n"
+        "teeny-import model.pt2 -o model.mlir   # a torch.export.save file\n"
+        "```\n\n"
+        "In Python, `teeny_ir.frontend.torch.import_exported(exported_program)` and "
+        "`teeny_ir.frontend.torch.import_module(module, example_inputs, dynamic_batch=True)` "
+        "return the same `ImportedModel`. `import_module` calls `torch.export.export` "
+        "(`strict=False`) with one `torch.export.Dim` on dimension 0 of every input; torch "
+        "specialises a size of 1, so a batch-1 example is traced at batch 2 (repeated). When "
+        "the model fixes the batch anyway (a constraint violation), a one-line `UserWarning` "
+        "says so and the examples' static batch is imported.",
+        "## What a torch import gives\n\n"
+        "- `@forward` takes the user inputs in order (float32; a symbolic dimension 0 is the "
+        "dynamic batch `?`, any other symbolic dimension is refused) and returns the outputs "
+        "flattened in pytree order.\n"
+        "- Parameters, buffers and lifted constants (`graph_signature.input_specs`) become "
+        "`graph.param` ops named by their state-dict key (`0.weight`, `bn.running_mean`), "
+        "the weights keyed the same, as float32. A buffer that is not floating point "
+        "(`num_batches_tracked`) is not data: dropped when unused, refused when used.\n"
+        "- The graph is imported as exported, not decomposed to Core ATen (`silu` stays "
+        "`graph.silu`). Handlers are keyed by the ATen overload packet (`aten.add` serves "
+        "`add.Tensor` and `add.Scalar`: they read arguments by schema name). An op without "
+        "a handler that computes data is decomposed by PyTorch's own decomposition "
+        "(`torch.export.default_decompositions()`), that op only; when that still leaves an "
+        "op without a handler, the op as written is refused.\n"
+        "- Shape-only computation folds at import: sizes are the numbers the export "
+        "recorded (`sym_size`, integer arithmetic; the batch stays symbolic), and any ATen "
+        "op whose inputs are all known (`arange`, `full`, `meshgrid`, `stack`, `item`...) is "
+        "run in PyTorch and becomes a constant (`graph.constant`, or a `graph.param` when "
+        "large).\n"
+        "- Only the inference form of batch norm and dropout is mapped: a program exported "
+        "from a module in `train()` is refused (export after `module.eval()`).",
+        "## How a torch refusal reads\n\n"
+        "One line naming the file, the module path (from `nn_module_stack`; left out at the "
+        "root), the node, the user's source line when the export recorded it, and the op:\n\n"
+        "```text\n"
+        "model.pt2:model.22.dfl node 'cumsum' (head.py:64): error: aten.cumsum.default: "
+        "unsupported op\n"
+        "```",
+        "## Supported ATen ops\n\n"
+        "One row per key with a handler in `teeny_ir.frontend.torch.TORCH_RULES`. A handler "
+        "still refuses forms of its op that the graph dialect cannot express; its module "
+        "says which.",
+        table(["ATen op", "handled in"], rows),
+    ]
 
 
 # plan.schema.json

@@ -181,6 +181,7 @@ SAMPLES: dict[str, str] = {
     "pad": _one_op(
         "graph.pad", [X4], [_t("?", 4, 9, 5)], "pads [0, 1, 3, 0, 0, 0, -1, -1] mode reflect"
     ),
+    "reshape_copy": _one_op("graph.reshape", [_t(3, 5, 7)], [_t(7, 15)], "shape [7, 15]"),
 }
 """A small graph whose lowering launches the family, by family."""
 

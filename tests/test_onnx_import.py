@@ -429,7 +429,8 @@ def test_refusal_of_an_opset_and_a_symbolic_inner_dim() -> None:
     )
     inner = _model([relu], {"x": [2, "C"]}, ["y"])
     assert _refusal(inner) == (
-        "<model>:input 'x': error: dimension 1 is symbolic: only dimension 0 (the batch) may be"
+        "<model>:input 'x' of Relu: error: dimension 1 is symbolic: only dimension 0 (the batch) "
+        "may be"
     )
 
 
@@ -660,11 +661,11 @@ def test_cli_not_an_onnx_file(tmp_path: Path) -> None:
     assert err.count("\n") == 1
 
 
-def test_cli_torch_export_not_yet(tmp_path: Path) -> None:
+def test_cli_refuses_a_pt2_that_is_no_exported_program(tmp_path: Path) -> None:
     path = tmp_path / "m.pt2"
     path.write_bytes(b"PK")
     code, err = _cli(str(path), "-o", str(tmp_path / "o.mlir"))
-    assert code == 1 and "the torch importer is not built yet" in err
+    assert code == 1 and "not a torch.export program" in err
 
 
 def test_cli_refuses_output_equal_to_input(onnx_file: Path) -> None:

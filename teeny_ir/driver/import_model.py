@@ -1,13 +1,15 @@
-"""``teeny-import``: an ONNX model as a graph-dialect module and its weights.
+"""``teeny-import``: an ONNX model or a torch.export program as a graph-dialect
+module and its weights.
 
     teeny-import MODEL.onnx -o OUT.mlir
+    teeny-import MODEL.pt2 -o OUT.mlir     # a torch.export.save file
 
 Writes ``OUT.mlir`` (the module, ``func.func @forward``) and ``OUT.safetensors``
 (its weights, by `graph.param` name; written, empty, when there are none), each
 replaced atomically (`teeny_ir.core.files`). Exit codes: 0 success; 1 a model
 that cannot be imported (one located line naming the node, its op type and what
-is unsupported), a missing or non-ONNX file, a ``.pt2`` file (the torch importer
-is not built yet), or an output that cannot be written (a directory, a missing
+is unsupported), a missing or non-ONNX file, a ``.pt2`` file that is not a
+torch.export program, or an output that cannot be written (a directory, a missing
 folder, a device or FIFO, the input itself); never a traceback.
 """
 
@@ -29,9 +31,12 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
     parser = ArgumentParser(
         stdout,
         prog=PROG,
-        description="Import an ONNX model as a graph-dialect module and its weights.",
+        description="Import an ONNX model or a torch.export program (.pt2) as a "
+        "graph-dialect module and its weights.",
     )
-    parser.add_argument("model", metavar="MODEL.onnx", help="the ONNX model file")
+    parser.add_argument(
+        "model", metavar="MODEL.onnx", help="the ONNX model file, or a torch.export .pt2 file"
+    )
     parser.add_argument(
         "-o",
         dest="output",
@@ -85,14 +90,18 @@ def _import(model: str, output: str, stdout: TextIO) -> None:
     for path in (output, weights_file):
         check_not_input(path, model)
         check_output(path)
-    if model.endswith(".pt2"):
-        raise OutputError(f"'{model}' is a torch export: the torch importer is not built yet")
     if not os.path.exists(model):
         raise OutputError(f"cannot read '{model}': no such file")
     import teeny_ir
-    from teeny_ir.frontend.onnx import import_onnx
 
-    imported = import_onnx(model)
+    if model.endswith(".pt2"):
+        from teeny_ir.frontend.torch import import_exported, load
+
+        imported = import_exported(load(model), filename=model)
+    else:
+        from teeny_ir.frontend.onnx import import_onnx
+
+        imported = import_onnx(model)
     text = teeny_ir.print_module(imported.module)
     from safetensors.numpy import save
 

@@ -44,6 +44,7 @@ FAMILY_PACKAGES = (
     "batch_norm_backward",
     "slice",
     "pad",
+    "reshape_copy",
 )
 """Every kernel family, by subpackage name (= family name)."""
 

@@ -25,7 +25,9 @@ A ``graph.constant`` needs no launch either: it becomes a ``kernel.param``
 
 A ``graph.reshape`` or ``graph.flatten`` that keeps the batch as dimension 0
 is always a view (``kernel.reshape``: each image is the same elements in the
-same order); one that folds the batch into another dimension is refused.
+same order). One of static shapes that changes dimension 0 is a copy launch
+(the ``reshape_copy`` family); one that folds a dynamic batch into another
+dimension is refused.
 
 Placing a value changes its type to a ``#kernel.batch_stride`` one and rebinds
 the ``<pointer>_batch_stride`` dims of its producer and of every consumer, so
@@ -65,6 +67,7 @@ from dialects.kernel import ParamOp as KernelParamOp
 from teeny_ir.core.derivations import Derivation
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.lowering import LoweringContext, Unlowerable, lowers, tensor_type
+from teeny_ir.kernels.reshape_copy.lowering import moves_static_batch
 
 
 @lowers(ConstantOp)
@@ -85,7 +88,12 @@ def lower_constant(ctx: LoweringContext, op: Operation) -> KernelParamOp:
     return KernelParamOp(Derivation("literal", (), shape, values=tuple(values)))
 
 
-@lowers(GraphReshapeOp, FlattenOp)
+def _not_a_copy(op: Operation) -> bool:
+    """Every reshape the ``reshape_copy`` family does not copy."""
+    return not moves_static_batch(op)
+
+
+@lowers(GraphReshapeOp, FlattenOp, when=_not_a_copy)
 def lower_reshape(ctx: LoweringContext, op: Operation) -> ReshapeOp:
     """A reshape that keeps the batch as dimension 0: a view of its input."""
     source, result = tensor_type(op.operands[0]), tensor_type(op.results[0])

@@ -40,7 +40,7 @@ TOLERANCE = 1e-4
 
 _CONSTANT_NEEDED = re.compile(r"input (\d+) \(.*\) must be a constant known at import time")
 _NODE = re.compile(r":node (\d+)")
-_SCALAR_INPUT = re.compile(r":input '([^']*)': error: scalar inputs are not supported")
+_SCALAR_INPUT = re.compile(r":input '([^']*)'(?: of \w+)?: error: scalar inputs are not supported")
 
 
 @dataclass(frozen=True)
@@ -189,15 +189,21 @@ def _needed_input(case: Case, err: DiagnosticError) -> int | None:
 
 
 def run_case(
-    case: Case, close: Callable[[list[np.ndarray], list[np.ndarray]], str | None]
+    case: Case,
+    close: Callable[[list[np.ndarray], list[np.ndarray]], str | None],
+    *,
+    weights: bool = False,
 ) -> Result:
     """Import ``case`` and run it in the reference interpreter; ``close(got, want)``
-    is None when the outputs agree, else why not."""
+    is None when the outputs agree, else why not. With ``weights``, every input
+    after the first is fed as a constant too: the weights of a convolution or a
+    batch norm, which a compiler takes as parameters, not as data."""
     graph_inputs = case.model.graph.input
     constant = {
         i
         for i, value_info in enumerate(graph_inputs)
         if value_info.type.tensor_type.elem_type != onnx.TensorProto.FLOAT
+        or (weights and i > 0)
     }
     try:
         while True:

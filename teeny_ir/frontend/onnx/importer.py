@@ -96,6 +96,8 @@ class _Importer:
             for entry in model.opset_import
         }
         self.values: dict[str, Value] = {}
+        # Which node computed each value (index, proto): where a refusal of it points.
+        self.producers: dict[str, tuple[int, onnx.NodeProto]] = {}
         self.initializers: dict[str, np.ndarray] = {}
         # Initializer arrays by identity: an Identity of a weight is still that weight.
         self.initializer_of: dict[int, str] = {}
@@ -105,6 +107,10 @@ class _Importer:
     def run(self) -> ImportedModel:
         graph = self.model.graph
         opset = self.opsets.get("")
+        if opset is None:
+            # Only other domains (ai.onnx.ml, training): refused at their first node.
+            for index, proto in enumerate(graph.node):
+                self._node(index, proto)
         if opset is None or not MIN_OPSET <= opset <= MAX_OPSET:
             raise _error(
                 f"default-domain opset {opset} is not supported: the importer knows "
@@ -137,7 +143,7 @@ class _Importer:
         for value_info in graph.output:
             value = self.values[value_info.name]
             if isinstance(value, np.ndarray):
-                value = self._data(value, value_info.name, f"output '{value_info.name}'")
+                value = self._data(value, value_info.name)
             outputs.append(value)
         self.b.output(*outputs)
         module = self.b.build()
@@ -149,6 +155,9 @@ class _Importer:
 
     def _input(self, value_info: onnx.ValueInfoProto) -> SSAValue:
         where = f"input '{value_info.name}'"
+        readers = [n for n in self.model.graph.node if value_info.name in n.input]
+        if readers:  # the op that reads it, named as every refusal names one
+            where += f" of {readers[0].op_type}"
         type_ = value_info.type
         if not type_.HasField("tensor_type"):
             raise _error("expected a tensor input", self.filename, where)
@@ -185,17 +194,25 @@ class _Importer:
         except DiagnosticError as err:
             raise _error(_message(err), self.filename, where) from None
 
-    def _data(self, array: np.ndarray, name: str, where: str) -> SSAValue:
-        loc = NodeLoc(self.filename, 0, 0, where)
-        node = Node(onnx.NodeProto(op_type="Constant"), loc, 0, [], self.b, self._weight)
-        return node.materialise(array, name)
+    def _data(self, array: np.ndarray, name: str) -> SSAValue:
+        """A folded graph output as data, refused at the node that computed it
+        (or at the output, for an initializer returned as it is)."""
+        producer = self.producers.get(name)
+        if producer is None:
+            proto, loc = (
+                onnx.NodeProto(op_type="Constant"),
+                NodeLoc(self.filename, 0, 0, f"output '{name}'"),
+            )
+        else:
+            proto, loc = producer[1], node_loc(self.filename, *producer)
+        return Node(proto, loc, 0, [], self.b, self._weight).materialise(array, name)
 
     def _param(self, name: str, array: np.ndarray) -> SSAValue:
         found = self.params.get(name)
         if found is None:
             if array.dtype != np.float32:
                 raise _error(
-                    f"initializer of type {array.dtype} used as data: graph ops take f32",
+                    f"initializer '{name}' of type {array.dtype} used as data: graph ops take f32",
                     self.filename,
                     f"initializer '{name}'",
                 )
@@ -221,8 +238,10 @@ class _Importer:
         try:
             results = rule(node)
         except DiagnosticError as err:
-            if err.diagnostics and isinstance(err.diagnostics[0].location, NodeLoc):
+            where = err.diagnostics[0].location if err.diagnostics else None
+            if isinstance(where, NodeLoc) and not where.node.startswith("initializer "):
                 raise
+            # A builder's error, or an initializer the node reads: refused at the node.
             raise node.refuse(_message(err)) from None
         except (ValueError, TypeError, IndexError, ArithmeticError) as err:
             # numpy refusing a fold (arithmetic on the symbolic batch, a bad index).
@@ -234,6 +253,7 @@ class _Importer:
         for name, value in zip(proto.output, results, strict=False):
             if name:
                 self.values[name] = value
+                self.producers[name] = (index, proto)
 
     def _rule(self, op_type: str, domain: str, opset: int, location: NodeLoc) -> OnnxRule:
         """The handler of ``op_type`` at ``opset``, or its refusal at ``location``."""
