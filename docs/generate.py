@@ -432,7 +432,13 @@ def importing_page() -> str:
         "the interpreter backend), feeding the inputs the importer needs at import time "
         "as constants, and prints pass / refused / wrong / crash by op type; "
         "`tests/test_onnx_conformance.py` holds it to no crash, no wrong answer and a "
-        "minimum number passing.",
+        "minimum number passing. Measured with onnx 1.23.2 (1884 cases): 550 equal to "
+        "onnx's expected outputs in the reference interpreter, 1334 refused in one "
+        "line, 0 wrong, 0 crashes; compiled and run in Triton's interpreter, 540 of the "
+        "550 equal, 10 refused (a convolution whose weight the graph computes), 0 wrong. "
+        "Most refusals are integer, float16 or float8 tensors used as data (graph "
+        "tensors are f32), empty tensors, sequences and optionals, and ops the graph "
+        "dialect lacks (attention, losses, RNNs, quantisation, strings).",
         "## How a refusal reads\n\n"
         "Whatever cannot be mapped exactly is refused, never approximated: one line naming "
         "the file, the node (its name, or its index when unnamed), the op type and the "
@@ -532,8 +538,17 @@ def _torch_import_sections() -> list[str]:
         "op whose inputs are all known (`arange`, `full`, `meshgrid`, `stack`, `item`...) is "
         "run in PyTorch and becomes a constant (`graph.constant`, or a `graph.param` when "
         "large).\n"
-        "- Only the inference form of batch norm and dropout is mapped: a program exported "
-        "from a module in `train()` is refused (export after `module.eval()`).",
+        "- A program exported from a module in `train()` is functionalised first: each batch "
+        "norm becomes the training `graph.batch_norm` (batch statistics), and its "
+        "running-statistic updates (`graph_signature.buffers_to_mutate`) become results "
+        'after the outputs, each with `{teeny.running = "<buffer>"}` as `train-mode` '
+        "writes them; the `num_batches_tracked` counter is dropped, and any other buffer "
+        "update is refused naming the buffer. Dropout is mapped in its inference form only.\n"
+        "- To train an import, import the module in `eval()` and let `teeny-training` put "
+        "it in training mode: add a loss (`teeny_ir.frontend.losses`), compile with "
+        "`teeny-training` and step `runtime.load(DIR).trainer(weights)`; its `state_dict()` "
+        "is keyed by the state-dict names, so it loads back into the PyTorch module "
+        "([training.md](training.md)).",
         "## How a torch refusal reads\n\n"
         "One line naming the file, the module path (from `nn_module_stack`; left out at the "
         "root), the node, the user's source line when the export recorded it, and the op:\n\n"

@@ -33,6 +33,7 @@ from xdsl.ir import Block, Operation
 from xdsl.passes import ModulePass
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.graph.constant import ConstantOp
 from dialects.graph.conv import FusedConv2dOp
 from dialects.graph.param import ParamOp
 from dialects.kernel import ConcatOp, LaunchOp, ReshapeOp, SliceOp, WeightOp
@@ -41,6 +42,7 @@ from teeny_ir.core.derivations import Derivation
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.lowering import LoweringContext, Unlowerable, lower, tensor_type
+from teeny_ir.kernels.reshape_copy.lowering import copy_launch
 from teeny_ir.kernels.tiles import TileProfile, check_profile
 from teeny_ir.kernels.views import form_views
 
@@ -66,10 +68,17 @@ class _Plan:
     )
     """Weights that launches take as operands, each with the kernel.param that
     replaces it."""
+    copies: list[tuple[ReturnOp, int, LaunchOp]] = field(
+        default_factory=list[tuple[ReturnOp, int, LaunchOp]]
+    )
+    """Results that are a weight or a constant, each with the copy launch that
+    writes the result buffer: (the return, the operand index, the launch)."""
 
     def discard(self) -> None:
         for _, launch in self.launches:
             launch.erase(safe_erase=False)  # drops its uses of the graph values
+        for _, _, copy in self.copies:
+            copy.erase(safe_erase=False)
 
     def origins(self) -> dict[LaunchOp, Operation]:
         return {new: old for old, new in self.launches if isinstance(new, LaunchOp)}
@@ -90,6 +99,10 @@ class _Plan:
             for result, replacement in zip(old.results, replacements, strict=True):
                 result.replace_all_uses_with(replacement)
             old.parent.erase_op(old)
+        for ret, index, copy in self.copies:
+            assert ret.parent is not None
+            ret.parent.insert_op_before(copy, ret)
+            ret.operands[index] = copy.results[0]
         for param, value in self.materialized:
             param.result.replace_all_uses_with(value.result)
         for param in self.params:
@@ -166,9 +179,16 @@ def plan_function(ctx: LoweringContext, function: FuncOp) -> _Plan:
             _declare_weights(launch, {**_epilogue_weights(op), **types}, declared, plan.weights)
         except (VerifyException, Unlowerable) as err:
             plan.errors.append(_error(op, str(err)))
-    new = {launch for _, launch in plan.launches}
+    for ret in (op for op in ops if isinstance(op, ReturnOp)):
+        for index, returned in enumerate(ret.operands):
+            if isinstance(returned.owner, ParamOp | ConstantOp):
+                # A result is a buffer a launch writes; a weight is bound and a
+                # constant is a parameter, so a launch copies it.
+                copy = copy_launch(returned, tensor_type(returned))
+                copy.location = named_location(ret)
+                plan.copies.append((ret, index, copy))
+    new = {launch for _, launch in plan.launches} | {copy for _, _, copy in plan.copies}
     for param in plan.params:
-        plan.errors.extend(_misuses(param))
         if any(use.operation in new for use in param.result.uses):
             name, type_ = param.param_name.data, tensor_type(param.result)
             value = KernelParamOp(Derivation("identity", (name,), type_.get_shape()))
@@ -215,23 +235,6 @@ def _epilogue_weights(op: Operation) -> dict[str, tuple[TensorType, Operation]]:
     return {source: (channels, op) for source in sources}
 
 
-def _misuses(param: ParamOp) -> list[Diagnostic]:
-    """An error if the function returns the weight itself: results are buffers
-    that launches write, and a weight is bound, never written. (A launch that
-    reads a weight as an operand gets it as a ``kernel.param``.)"""
-    for use in param.result.uses:
-        if isinstance(use.operation, ReturnOp):
-            return [
-                _error(
-                    param,
-                    f"weight '{param.param_name.data}' is used as a tensor by 'func.return'; "
-                    "a function result must be written by a launch, and a weight is bound, "
-                    "never written",
-                )
-            ]
-    return []
-
-
 def _declare_weights(
     launch: LaunchOp,
     types: Mapping[str, tuple[TensorType, Operation]],
@@ -275,10 +278,10 @@ class LowerGraphToKernelPass(ModulePass):
     top of the function, one per weight a derivation reads, and a
     ``kernel.param`` where a launch takes a weight (or a ``graph.constant``) as
     an operand. Launches keep the locations and result types of the ops they
-    replace; ``func.return`` stays. Refuses, naming each op with its location:
+    replace; ``func.return`` stays, a weight or constant it returns copied into
+    the result by a ``reshape_copy`` launch. Refuses, naming each op with its location:
     unfused convolutions, fused convolutions whose algorithm no family
-    implements, weights returned as function results, derivations that do not
-    fit their weights' shapes, and ops no family implements (or forms of an op
+    implements, derivations that do not fit their weights' shapes, and ops no family implements (or forms of an op
     its family's rule does not take, each with the rule's reason).
     """
 

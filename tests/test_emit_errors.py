@@ -276,17 +276,16 @@ def test_schema_refusals_through_teeny_opt_are_exit_1(tmp_path: Path) -> None:
 def test_a_parameter_returned_as_it_is_is_a_located_error_not_an_internal_one(
     tmp_path: Path,
 ) -> None:
-    """A model folded to a constant result (an ONNX Shape/Expand chain) returns a
-    parameter no launch writes: exit 1 at the return, never a PlanError crash."""
+    """Kernel IR that returns a parameter no launch writes (lower-graph-to-kernel
+    copies a returned constant or weight; hand-written kernel IR may not): exit 1
+    at the return, never a PlanError crash."""
     text = (
         "func.func @forward(%x: tensor<?x3xf32>) -> (tensor<?x3xf32>, tensor<2xf32>) {\n"
-        "  %c = graph.constant dense<[1.0, 2.0]> : tensor<2xf32>\n"
+        "  %c = kernel.param #derive.param<literal(1.0, 2.0) : [2]> : tensor<2xf32>\n"
         "  func.return %x, %c : tensor<?x3xf32>, tensor<2xf32>\n"
         "}\n"
     )
-    code, err = run_opt(
-        ["-", "-p", f"teeny-inference,emit-triton{{out-dir={tmp_path / 'd'}}}"], text
-    )
+    code, err = run_opt(["-", "-p", f"emit-triton{{out-dir={tmp_path / 'd'}}}"], text)
     assert code == 1, err
     assert err.startswith("-:3:3: error: result #1 of @forward is a parameter itself"), err
     assert not (tmp_path / "d").exists()

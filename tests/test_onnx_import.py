@@ -420,7 +420,10 @@ def test_refusal_of_a_fold_that_needs_the_batch_value() -> None:
 def test_refusal_of_an_opset_and_a_symbolic_inner_dim() -> None:
     relu = helper.make_node("Relu", ["x"], ["y"])
     old = _model([relu], {"x": [2, 3]}, ["y"], opset=6)
-    assert "default-domain opset 6 is not supported" in _refusal(old)
+    assert _refusal(old) == (
+        "<model>:node 0: error: Relu: default-domain opset 6 is not supported: the importer "
+        "knows opsets 7 to 28"
+    )
     # An op version older than every handler is refused by name (Upsample 7's
     # scales attribute; the handler is for version 9's scales input).
     upsample = helper.make_node("Upsample", ["x"], ["y"], scales=[1.0, 1.0, 2.0, 2.0])

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import teeny_ir
+from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend.plan import PlanError, load_plan
 from teeny_ir.core.derivations import Derivation, evaluate, f32_bits, f32_from_bits
@@ -88,14 +89,27 @@ def test_an_edited_literal_is_refused(tmp_path: Path) -> None:
         load_plan(copy)
 
 
-def test_a_returned_weight_is_a_located_error() -> None:
+def test_a_returned_weight_or_constant_is_copied_into_the_result(tmp_path: Path) -> None:
+    # A result is a buffer a launch writes: a returned weight (bound, never
+    # written) or constant (a parameter) gets a reshape_copy launch.
     text = """
-func.func @forward(%x: tensor<?x4xf32>) -> tensor<4xf32> {
+func.func @forward(%x: tensor<?x4xf32>) -> (tensor<4xf32>, tensor<2x3xf32>, tensor<?x4xf32>) {
   %b = graph.param "b" : tensor<4xf32>
-  func.return %b : tensor<4xf32>
+  %c = graph.constant dense<[[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]> : tensor<2x3xf32>
+  %y = graph.bias_add %x, %b : (tensor<?x4xf32>, tensor<4xf32>) -> tensor<?x4xf32>
+  func.return %b, %c, %y : tensor<4xf32>, tensor<2x3xf32>, tensor<?x4xf32>
 }
 """
-    with pytest.raises(
-        teeny_ir.DiagnosticError, match=r"weight 'b' is used as a tensor by 'func\.return'"
-    ):
-        teeny_ir.PassManager.parse("lower-graph-to-kernel").run(teeny_ir.parse_module(text))
+    module = teeny_ir.parse_module(text)
+    out = tmp_path / "plan"
+    teeny_ir.PassManager.parse(
+        f"lower-graph-to-kernel{{profile=interpreter}},emit-triton{{out-dir={out}}}"
+    ).run(module)
+    families = [op.family for op in module.walk() if isinstance(op, LaunchOp)]
+    assert sorted(families) == ["channel_affine", "reshape_copy", "reshape_copy"]
+    b = np.array([0.5, -1.0, 2.0, 3.5], np.float32)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    got = runtime.load(out).run([x], {"b": b})
+    np.testing.assert_array_equal(got[0], b)
+    np.testing.assert_array_equal(got[1], [[1, 2, 3], [4, 5, 6]])
+    np.testing.assert_array_equal(got[2], x + b)

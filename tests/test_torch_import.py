@@ -23,6 +23,7 @@ import pytest
 import torch
 from torch import nn
 from torch.nn import functional as F
+from xdsl.dialects.func import FuncOp
 
 import teeny_ir
 from dialects.graph.elementwise import SigmoidOp, SiluOp
@@ -30,6 +31,7 @@ from dialects.graph.param import ParamOp
 from teeny_ir import reference, runtime
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.driver.import_model import main
+from teeny_ir.frontend.losses import add_cross_entropy_loss
 from teeny_ir.frontend.torch import TORCH_RULES, import_exported, import_module
 from teeny_ir.frontend.torch.context import rule_key
 from teeny_ir.testing import REDUCTION_TOL, assert_close
@@ -386,11 +388,102 @@ def test_refusals(fn: Any, shapes: list[tuple[int, ...]], expected: str) -> None
     assert _refusal(_Lambda(fn), *shapes).endswith(f"error: {expected}")
 
 
-def test_a_training_mode_batch_norm_is_refused() -> None:
-    bn = nn.BatchNorm2d(3).train()
-    with pytest.raises(DiagnosticError) as caught:
-        import_module(bn, [torch.randn(2, 3, 4, 4)], dynamic_batch=False)
-    assert "export the module after module.eval()" in caught.value.diagnostics[0].header()
+class _ConvBn(nn.Module):  # type: ignore[misc]
+    """conv + BN + ReLU (+ a linear head for training); BN stats not the defaults."""
+
+    def __init__(self, head: bool) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4, momentum=0.2)
+        self.fc = nn.Linear(4 * 6 * 6, 5) if head else None
+
+    def forward(self, x: Any) -> Any:
+        y = torch.relu(self.bn(self.conv(x)))
+        return y if self.fc is None else self.fc(y.flatten(1))
+
+
+def test_a_training_export_maps_its_running_statistic_updates() -> None:
+    """A module exported in train(): BN normalises by the batch, and the buffer
+    mutations are results after the outputs, named by their buffers."""
+    torch.manual_seed(0)
+    model = _ConvBn(head=False)
+    _trained_bn(model, model.bn)
+    model.train()
+    x = torch.randn(3, 2, 6, 6)
+    imported = import_module(model, [x])  # dynamic batch: traced at 2, run at 3
+    forward = next(iter(imported.module.ops))
+    assert isinstance(forward, FuncOp)
+    attrs = [dict(a.data) for a in forward.res_attrs.data] if forward.res_attrs else []
+    assert [{k: v.data for k, v in a.items()} for a in attrs] == [
+        {},
+        {"teeny.running": "bn.running_mean"},
+        {"teeny.running": "bn.running_var"},
+    ]
+    got = reference.run(imported.module, imported.weights, [x.numpy()])
+    with torch.no_grad():
+        want = model(x)  # updates model.bn's running statistics
+    want_stats = [model.bn.running_mean.numpy(), model.bn.running_var.numpy()]
+    assert_close(got, [want.numpy(), *want_stats], REDUCTION_TOL)
+
+
+def test_a_buffer_update_other_than_batch_norm_is_refused() -> None:
+    class Accumulate(nn.Module):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("total", torch.zeros(3))
+
+        def forward(self, x: Any) -> Any:
+            self.total.add_(x.sum(0))
+            return x * 2
+
+    header = _refusal(Accumulate(), (2, 3))
+    assert header.startswith("<Accumulate>:node 'add'")
+    assert header.endswith(
+        "error: buffer 'total' is updated by something other than a training batch norm's "
+        "running statistics: only those buffer updates are imported"
+    )
+
+
+def test_an_imported_eval_program_trains_like_pytorch_in_train_mode(tmp_path: Path) -> None:
+    """import_module (eval mode) + a cross-entropy loss + teeny-training (SGD with
+    momentum), three steps in Triton's interpreter, against PyTorch in float64 with
+    the BN layer in train(): the losses, the logits, and the trainer's state dict
+    (parameters, BN running statistics, momentum buffers) by state-dict name."""
+    torch.manual_seed(3)
+    model = _ConvBn(head=True)
+    _trained_bn(model, model.bn)
+    imported = import_module(model, [torch.randn(4, 2, 6, 6)], dynamic_batch=False)
+    add_cross_entropy_loss(imported.module)
+    out = tmp_path / "plan"
+    teeny_ir.PassManager.parse(
+        "teeny-training{optimizer=sgd lr=0.1 momentum=0.9 profile=interpreter},"
+        f"emit-triton{{out-dir={out}}}"
+    ).run(imported.module)
+    reference_model = _ConvBn(head=True).double()
+    reference_model.load_state_dict(model.state_dict())
+    reference_model.train()
+    sgd = torch.optim.SGD(reference_model.parameters(), lr=0.1, momentum=0.9)
+    rng = np.random.default_rng(0)
+    with runtime.load(out).trainer(imported.weights) as trainer:
+        for _ in range(3):
+            x = rng.standard_normal((4, 2, 6, 6)).astype(np.float32)
+            targets = rng.integers(0, 5, 4).astype(np.int64)
+            loss, logits = trainer.step([x, targets])
+            sgd.zero_grad()
+            want_logits = reference_model(torch.tensor(x, dtype=torch.float64))
+            want_loss = F.cross_entropy(want_logits, torch.tensor(targets))
+            want_loss.backward()
+            sgd.step()
+            want = [want_loss.detach().numpy(), want_logits.detach().numpy()]
+            assert_close([loss, logits], want, REDUCTION_TOL)
+        state = trainer.state_dict()
+    want_state = {
+        k: v.numpy() for k, v in reference_model.state_dict().items() if "num_batches" not in k
+    }
+    for name, p in reference_model.named_parameters():
+        want_state[f"{name}.momentum_buffer"] = sgd.state[p]["momentum_buffer"].numpy()
+    assert sorted(state) == sorted(want_state)
+    assert_close([state[k] for k in want_state], list(want_state.values()), REDUCTION_TOL)
 
 
 def test_an_integer_buffer_used_as_data_is_refused() -> None:

@@ -46,19 +46,6 @@ func.func @weight_not_a_param(%x: tensor<?x4x8x8xf32>, %w: tensor<4x4x1x1xf32>) 
 
 // -----
 
-// A function that returns a weight: results are written by launches, and a
-// weight is bound, never written. (A launch may read a weight as an operand:
-// it becomes a kernel.param.)
-func.func @weights_as_tensors(%x: tensor<?x4x8x8xf32>) -> (tensor<?x4x8x8xf32>, tensor<4xf32>) {
-  %b = graph.param "b" : tensor<4xf32>
-  // expected-error@+1 {{cannot lower 'graph.param' to a kernel: weight 'c' is used as a tensor by 'func.return'}}
-  %c = graph.param "c" : tensor<4xf32>
-  %y = graph.bias_add %x, %b : (tensor<?x4x8x8xf32>, tensor<4xf32>) -> tensor<?x4x8x8xf32>
-  func.return %y, %c : tensor<?x4x8x8xf32>, tensor<4xf32>
-}
-
-// -----
-
 func.func @rank_seven(%x: tensor<?x2x2x2x2x2x2xf32>) -> tensor<?x2x2x2x2x2x2xf32> {
   // expected-error@+1 {{cannot lower 'graph.relu' to a kernel: rank 7 exceeds the elementwise family's 6}}
   %y = graph.relu %x : tensor<?x2x2x2x2x2x2xf32>

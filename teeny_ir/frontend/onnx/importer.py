@@ -112,11 +112,16 @@ class _Importer:
             for index, proto in enumerate(graph.node):
                 self._node(index, proto)
         if opset is None or not MIN_OPSET <= opset <= MAX_OPSET:
-            raise _error(
+            message = (
                 f"default-domain opset {opset} is not supported: the importer knows "
-                f"opsets {MIN_OPSET} to {MAX_OPSET}",
-                self.filename,
+                f"opsets {MIN_OPSET} to {MAX_OPSET}"
             )
+            if graph.node:  # located at the first node, naming its op
+                first = graph.node[0]
+                raise DiagnosticError.single(
+                    f"{first.op_type}: {message}", node_loc(self.filename, 0, first)
+                )
+            raise _error(message, self.filename)
         if graph.sparse_initializer:
             raise _error("sparse initializers are not supported", self.filename)
         for tensor in graph.initializer:

@@ -10,8 +10,11 @@ become `graph.param` ops named by their state-dict key, and each
 a handler that PyTorch can decompose (``torch._decomp``) is decomposed first,
 that op only (`ExportedProgram.run_decompositions` with a one-op table). A node
 whose inputs are all known at import time is folded by running it in PyTorch;
-sizes are the numbers the export recorded (the batch kept symbolic). Whatever
-the results do not use is dropped. Anything else is refused with one located
+sizes are the numbers the export recorded (the batch kept symbolic). A program
+that updates buffers in place (a module exported in ``train()``) is
+functionalised first; its BN running-statistic updates become results after the
+user outputs, each named ``{teeny.running = "<buffer>"}``. Whatever the results
+do not use is dropped. Anything else is refused with one located
 `DiagnosticError` naming the op, the module path and the node (`TorchLoc`).
 """
 
@@ -28,9 +31,11 @@ import numpy as np
 import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import SSAValue
 
+from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.core.facets import OptOut
@@ -48,6 +53,10 @@ from teeny_ir.frontend.torch.context import (
     op_name,
     rule_key,
 )
+
+RUNNING_ATTR = "teeny.running"
+"""The result attribute naming the running statistic a result updates (the
+name ``passes/train_mode.py`` gives it; the frontend layer cannot import it)."""
 
 MAX_DECOMPOSITION_ROUNDS = 4
 """How many times ops without a handler are decomposed (a decomposition may
@@ -159,7 +168,26 @@ def import_exported(program: ExportedProgram, *, filename: str = "<exported>") -
         raise _error(
             f"expected a torch.export.ExportedProgram, not {type(program).__name__}", filename
         )
-    return _Importer(_decompose_unhandled(program), filename).run()
+    return _Importer(_decompose_unhandled(_functional(program)), filename).run()
+
+
+def _functional(program: ExportedProgram) -> ExportedProgram:
+    """``program`` with its in-place updates as results: a module exported in
+    ``train()`` updates its BN running statistics inside ``aten.batch_norm`` and
+    counts batches with ``add_``; functionalisation (``run_decompositions`` with
+    an empty table, so no op is decomposed) makes them the training
+    ``_native_batch_norm_legit_functional`` and buffer-mutation outputs. Unchanged
+    when nothing mutates."""
+    for node in program.graph.nodes:
+        target = node.target
+        if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+            continue
+        training_bn = target is torch.ops.aten.batch_norm.default and bool(
+            node.args[5] if len(node.args) > 5 else node.kwargs.get("training")
+        )
+        if training_bn or target._schema.is_mutable:
+            return _run_decompositions(program, {})
+    return program
 
 
 def _rule(target: object) -> object:
@@ -177,8 +205,16 @@ def _decompose_unhandled(program: ExportedProgram) -> ExportedProgram:
         wanted = {op: table[op] for op in _unhandled(decomposed) if op in table}
         if not wanted:
             break
-        decomposed = decomposed.run_decompositions(wanted)
+        decomposed = _run_decompositions(decomposed, wanted)
     return program if _unhandled(decomposed) else decomposed
+
+
+def _run_decompositions(program: ExportedProgram, table: dict[Any, Any]) -> ExportedProgram:
+    with warnings.catch_warnings():
+        # PyTorch's own deprecation inside its copy of the call spec; nothing the user can change.
+        warnings.filterwarnings("ignore", message=".*LeafSpec.*", category=FutureWarning)
+        result: ExportedProgram = program.run_decompositions(table)
+    return result
 
 
 def _unhandled(program: ExportedProgram) -> set[torch._ops.OpOverload]:
@@ -222,6 +258,8 @@ class _Importer:
         self.params: dict[str, SSAValue] = {}
         self.weights: dict[str, np.ndarray] = {}
         self.batch = ""
+        self.running: list[tuple[SSAValue, str]] = []
+        """Buffer updates kept as results: (value, buffer name), in output order."""
 
     def run(self) -> ImportedModel:
         signature = self.program.graph_signature
@@ -239,9 +277,13 @@ class _Importer:
                     f"unsupported graph node kind '{node.op}' (control flow or a submodule)",
                     node_loc(self.filename, node),
                 )
-        self.b.output(*outputs)
+        self.b.output(*outputs, *(value for value, _ in self.running))
         module = self.b.build()
         forward = next(op for op in module.ops if isinstance(op, FuncOp))
+        if self.running:
+            plain = [DictionaryAttr({}) for _ in outputs]
+            named = [DictionaryAttr({RUNNING_ATTR: StringAttr(n)}) for _, n in self.running]
+            forward.res_attrs = ArrayAttr([*plain, *named])
         _drop_unused(forward)
         used = {op.param_name.data for op in forward.walk() if isinstance(op, ParamOp)}
         weights = {name: array for name, array in self.weights.items() if name in used}
@@ -329,13 +371,16 @@ class _Importer:
         results = node.args[0] if isinstance(node.args[0], (list, tuple)) else [node.args[0]]
         outputs = []
         for spec, result in zip(specs, results, strict=True):
+            value = self.values.get(result) if isinstance(result, torch.fx.Node) else result
+            if spec.kind == OutputKind.BUFFER_MUTATION:
+                self._mutation(str(spec.target), value, result, loc)
+                continue
             if spec.kind != OutputKind.USER_OUTPUT:
                 raise DiagnosticError.single(
-                    f"unsupported output kind {spec.kind.name} (a training-mode export "
-                    "mutates buffers: export after module.eval())",
+                    f"unsupported output kind {spec.kind.name}: only user outputs and "
+                    "buffer updates (BN running statistics) are imported",
                     loc,
                 )
-            value = self.values.get(result) if isinstance(result, torch.fx.Node) else result
             if isinstance(value, SSAValue):
                 outputs.append(value)
                 continue
@@ -350,6 +395,25 @@ class _Importer:
         if not outputs:
             raise DiagnosticError.single("the program returns no tensor", loc)
         return outputs
+
+    def _mutation(self, buffer: str, value: Value, result: Any, loc: TorchLoc) -> None:
+        """Keep a buffer update of a training export: a training batch norm's
+        running statistic becomes a result after the user outputs, named by
+        ``{teeny.running = buffer}`` (train-mode's convention); an integer counter
+        (``num_batches_tracked``, which no graph op reads) is dropped."""
+        if isinstance(value, IntegerBuffer) or (
+            isinstance(value, np.ndarray) and value.dtype.kind != "f"
+        ):
+            return
+        where = node_loc(self.filename, result) if isinstance(result, torch.fx.Node) else loc
+        owner = value.owner if isinstance(value, SSAValue) else None
+        if not isinstance(owner, BatchNormOp) or value not in owner.updated_running_stats:
+            raise DiagnosticError.single(
+                f"buffer '{buffer}' is updated by something other than a training batch "
+                "norm's running statistics: only those buffer updates are imported",
+                where,
+            )
+        self.running.append((value, buffer))
 
     # Nodes.
 

@@ -29,7 +29,8 @@ from teeny_ir.kernels.lowering import (
 from teeny_ir.kernels.reshape_copy.contract import MAX_I32, STRIDES
 
 if TYPE_CHECKING:
-    from xdsl.ir import Operation
+    from xdsl.dialects.builtin import TensorType
+    from xdsl.ir import Operation, SSAValue
 
 BLOCK = 1024
 NUM_WARPS, NUM_STAGES = 4, 1
@@ -50,7 +51,13 @@ def moves_static_batch(op: Operation) -> bool:
 @lowers(GraphReshapeOp, FlattenOp, when=moves_static_batch)
 def lower_reshape_copy(ctx: LoweringContext, op: Operation) -> LaunchOp:
     """One launch copying the source's elements into the result's shape."""
-    source, result = op.operands[0], tensor_type(op.results[0])
+    return copy_launch(op.operands[0], tensor_type(op.results[0]))
+
+
+def copy_launch(source: SSAValue, result: TensorType) -> LaunchOp:
+    """The launch copying static ``source`` into a new tensor of ``result``'s
+    static type (as many elements): a reshape that is no view, or a weight or
+    constant returned by a function (a result is a buffer a launch writes)."""
     shape = tensor_type(source).get_shape()
     numel = math.prod(shape)
     if numel > MAX_I32:
