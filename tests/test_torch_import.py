@@ -554,3 +554,40 @@ def test_cli_missing_pt2(tmp_path: Path) -> None:
         1,
         f"teeny-import: error: cannot read '{tmp_path / 'nope.pt2'}': no such file\n",
     )
+
+
+class _Anchored(nn.Module):
+    """Ultralytics' Detect head's habits: a lifted constant tensor (not a
+    parameter or buffer) read by folds and as data, and a grid built from
+    ``arange(...).type_as(x)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c = torch.tensor([2.0, 3.0, 0.25])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        scale = self.c[0].item()  # folded: the constant is known at import
+        grid = torch.arange(x.shape[-1]).type_as(x) + 0.5  # a constant, typed like x
+        return x * scale + grid + self.c[1:2] * self.c[2]
+
+
+def test_lifted_constants_and_typed_aranges_fold() -> None:
+    model = _Anchored().eval()
+    x = torch.randn(2, 3, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exported = torch.export.export(model, (x,), strict=False)
+    imported = import_exported(exported)
+    ops = [op.name for op in imported.module.walk() if op.name.startswith("graph.")]
+    # The select, item, arange, type_as and the constant products all folded.
+    assert ops == [
+        "graph.constant",
+        "graph.mul",
+        "graph.constant",
+        "graph.add",
+        "graph.constant",
+        "graph.add",
+    ]
+    got = reference.run(imported.module, imported.weights, [x.numpy()])
+    with torch.no_grad():
+        assert_close(got, [model(x).numpy()], REDUCTION_TOL)

@@ -158,6 +158,12 @@ def is_constant(value: Value) -> bool:
     return not isinstance(value, (SSAValue, Sym))
 
 
+LIFTED = ""
+"""The name `Call.materialise` asks its ``weight`` callback with first: the
+callback answers the `graph.param` of a lifted constant of the program when the
+array is one (by identity), else None."""
+
+
 class Call:
     """One ``call_function`` node being imported: its arguments by schema name,
     its result's shape, the builder, refusals."""
@@ -169,7 +175,7 @@ class Call:
         args: Sequence[Value],
         kwargs: dict[str, Value],
         builder: GraphBuilder,
-        weight: Callable[[str, np.ndarray], SSAValue],
+        weight: Callable[[str, np.ndarray], SSAValue | None],
         batch: str = "",
     ) -> None:
         """``args``/``kwargs`` are the node's, with every input node replaced by
@@ -293,6 +299,9 @@ class Call:
         if value is None or isinstance(value, (str, list, tuple)):
             raise self.refuse(f"argument '{name}' is not a tensor")
         array = np.asarray(value)
+        lifted = self._weight(LIFTED, array) if isinstance(value, np.ndarray) else None
+        if lifted is not None:  # a lifted constant of the program: its own param
+            return lifted
         if array.dtype.kind not in "fiub":
             raise self.refuse(f"argument '{name}' of type {array.dtype} cannot be data")
         array = array.astype(np.float32)
@@ -300,7 +309,9 @@ class Call:
             array = array.reshape(1)  # broadcasts as the scalar it was
         if array.size <= MAX_CONSTANT_ELEMENTS:
             return self.b.constant([float(v) for v in array.reshape(-1)], list(array.shape))
-        return self._weight(f"{self.node.name}.{name}", array)
+        param = self._weight(f"{self.node.name}.{name}", array)
+        assert param is not None
+        return param
 
 
 def axis(call: Call, value: int, rank: int) -> int:

@@ -42,6 +42,7 @@ from teeny_ir.core.facets import OptOut
 from teeny_ir.frontend.graph_builder import GraphBuilder
 from teeny_ir.frontend.imported import ImportedModel
 from teeny_ir.frontend.torch.context import (
+    LIFTED,
     TORCH_RULES,
     Call,
     IntegerBuffer,
@@ -257,6 +258,8 @@ class _Importer:
         self.values: dict[torch.fx.Node, Value] = {}
         self.params: dict[str, SSAValue] = {}
         self.weights: dict[str, np.ndarray] = {}
+        # Lifted constants by the identity of their array: (name, array).
+        self.lifted: dict[int, tuple[str, np.ndarray]] = {}
         self.batch = ""
         self.running: list[tuple[SSAValue, str]] = []
         """Buffer updates kept as results: (value, buffer name), in output order."""
@@ -307,6 +310,13 @@ class _Importer:
             if not array.is_floating_point():
                 # Not data (BN's num_batches_tracked): it may feed a fold only.
                 return IntegerBuffer(name, array.numpy().copy())
+            if kind == InputKind.CONSTANT_TENSOR:
+                # A lifted constant (ultralytics' cached anchors and strides): known
+                # at import time, so folds may read it; a param of its own name
+                # where it is data (`_folded_param` with `LIFTED`).
+                constant = array.to(torch.float32).numpy().copy()
+                self.lifted[id(constant)] = (name, constant)
+                return constant
             return self._param(name, array.to(torch.float32).numpy())
         raise DiagnosticError.single(f"unsupported input kind {kind.name}", loc)
 
@@ -358,8 +368,12 @@ class _Importer:
             self.weights[name] = np.ascontiguousarray(array.reshape(array.shape or (1,)))
         return found
 
-    def _folded_param(self, name: str, array: np.ndarray) -> SSAValue:
-        """A `graph.param` holding a large folded constant, under a fresh name."""
+    def _folded_param(self, name: str, array: np.ndarray) -> SSAValue | None:
+        """A `graph.param` holding a large folded constant, under a fresh name;
+        asked with `LIFTED`, the param of a lifted constant, or None."""
+        if name == LIFTED:
+            found = self.lifted.get(id(array))
+            return None if found is None or found[1] is not array else self._param(*found)
         unique = name
         while unique in self.params or unique in self.program.state_dict:
             unique += ".folded"

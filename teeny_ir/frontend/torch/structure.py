@@ -9,6 +9,8 @@ Shapes come from the export's own record of the result (`Call.out_shape`), so a
 
 from __future__ import annotations
 
+import numpy as np
+import torch
 from xdsl.dialects.builtin import DYNAMIC_INDEX
 from xdsl.ir import SSAValue
 
@@ -200,7 +202,20 @@ def _dropout(call: Call) -> Value:
 @aten_op("aten._to_copy", "aten.to", "aten.type_as")
 def _to_copy(call: Call) -> Value:
     # A cast to anything but float32 is refused by the importer's check of the
-    # result's recorded dtype; a float32 one is the identity.
+    # result's recorded dtype; a float32 one is the identity. A constant cast to
+    # a graph tensor's type (`arange(8).type_as(x)`, as ultralytics builds its
+    # anchors) stays a constant: only the type is read from the tensor.
+    source = call.arg("self")
+    if isinstance(source, np.ndarray):
+        recorded = call.node.meta.get("val")
+        dtype = getattr(recorded, "dtype", None)
+        if not isinstance(dtype, torch.dtype):
+            raise call.refuse("the result's element type was not recorded")
+        try:
+            target = torch.empty((), dtype=dtype).numpy().dtype
+        except TypeError:  # bfloat16 and others numpy lacks
+            raise call.refuse(f"a constant cast to {dtype}") from None
+        return source.astype(target)
     return call.tensor("self")
 
 
