@@ -1008,3 +1008,20 @@ def test_expand_size_castlike_and_a_dot_product() -> None:
     assert "Size: the size of a tensor with the dynamic batch" in _refusal(
         _model(scaled, {"x": ["N", 3]}, ["y"])
     )
+
+
+def test_a_1d_convolution_compiles_with_its_weight_a_param(tmp_path: Path) -> None:
+    # The [O, C, k] initializer is the param of the (N, C, 1, L) convolution, as
+    # [O, C, 1, k] under its own name: kernels read weights through params.
+    conv = helper.make_node("Conv", ["x", "w", "b"], ["y"], pads=[1, 2], strides=[2])
+    inits = {"w": _w(4, 3, 3), "b": _w(4)}
+    model = _model([conv], {"x": ["N", 3, 11]}, ["y"], inits)
+    imported = import_onnx(model)
+    assert imported.weights["w"].shape == (4, 3, 1, 3) and set(imported.weights) == {"w", "b"}
+    kernels = teeny_ir.parse_module(teeny_ir.print_module(imported.module), filename="m.mlir")
+    out = tmp_path / "out"
+    teeny_ir.PassManager.parse(
+        f"teeny-inference{{profile=interpreter}},emit-triton{{out-dir={out}}}"
+    ).run(kernels)
+    x = RNG.standard_normal((3, 3, 11)).astype(np.float32)
+    assert_close(runtime.load(out).run([x], imported.weights), _ort(model, [x]), REDUCTION_TOL)

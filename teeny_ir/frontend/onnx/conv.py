@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from xdsl.ir import SSAValue
 
 from teeny_ir.frontend.onnx.context import Node, Value, dims, onnx_op
@@ -78,14 +79,20 @@ def _conv(node: Node) -> list[Value]:
     attrs = node.attrs(
         auto_pad="NOTSET", dilations=None, group=1, kernel_shape=None, pads=None, strides=None
     )
-    x, w = node.tensor(0), node.tensor(1)
-    kernel = list(dims(w)[2:])
+    x, weight = node.tensor(0), node.value(1)
+    kernel = list(weight.shape[2:] if isinstance(weight, np.ndarray) else dims(weight)[2:])
     if attrs["kernel_shape"] is not None and list(attrs["kernel_shape"]) != kernel:
         raise node.refuse(f"kernel_shape {attrs['kernel_shape']} differs from the weight's")
     win = window(node, attrs, x, kernel)
-    if win.one_d:
-        shape = dims(w)
-        w = node.b.reshape(w, [shape[0], shape[1], 1, shape[2]])
+    if win.one_d and isinstance(weight, np.ndarray):
+        # An initializer stays a param (kernels read weights through one), seen as
+        # [O, C, 1, k] under its own name.
+        w = node.materialise(weight.reshape(*weight.shape[:2], 1, weight.shape[2]), "weight")
+    elif win.one_d:
+        shape = dims(node.tensor(1))
+        w = node.b.reshape(node.tensor(1), [shape[0], shape[1], 1, shape[2]])
+    else:
+        w = node.tensor(1)
     bias = node.tensor(2) if node.has_input(2) else None
     y = node.b.conv2d(
         win.x,

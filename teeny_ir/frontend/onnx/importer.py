@@ -282,6 +282,24 @@ class _Importer:
         initializer = self.initializer_of.get(id(array))
         if initializer is not None:
             return self._param(initializer, array)
+        viewed = next(
+            (
+                known
+                for known, value in self.initializers.items()
+                if value.size == array.size and np.shares_memory(value, array)
+            ),
+            None,
+        )
+        if viewed is not None:
+            # An initializer seen in another shape (a 1-D convolution's weight as
+            # [O, C, 1, k], a folded Reshape of a weight): a param of that shape,
+            # named by the initializer (or, once that name has a param in another
+            # shape, a name of its own).
+            named = viewed
+            if named in self.params and tuple(self.weights[named].shape) != array.shape:
+                named += ".as_" + "x".join(map(str, array.shape))
+            self.initializer_of[id(array)] = named
+            return self._param(named, array)
         if not large:
             return None
         unique = name
