@@ -49,6 +49,25 @@ def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]
 _I32 = "i32"
 _PTR = "*fp32"
 
+ARGS = (
+    KernelArg("x", "input", _PTR),
+    KernelArg("y", "output", _PTR),
+    KernelArg("N", "dim", _I32),
+    KernelArg("RB", "dim", _I32),
+    KernelArg("OUTER", "dim", _I32),
+    KernelArg("R", "dim", _I32),
+    KernelArg("INNER", "dim", _I32),
+    KernelArg("Y_IMAGE", "dim", _I32),
+    KernelArg("x_batch_stride", "dim", _I32),
+    KernelArg("y_batch_stride", "dim", _I32),
+)
+"""The arguments of the row reductions (this family and ``reduce_extremum``)."""
+GRID = (GridAxis((("N * OUTER * INNER", "BLOCK_ROWS"),)),)
+FOOTPRINTS = {
+    "x": X_REACH,
+    "y": "floordiv(N * OUTER * INNER - 1, Y_IMAGE) * y_batch_stride + Y_IMAGE",
+}
+
 FAMILY = KernelFamily(
     name="reduce",
     summary=(
@@ -57,30 +76,16 @@ FAMILY = KernelFamily(
         "accumulator, NaN/inf as numpy; y's row q at image q // Y_IMAGE; images of x and "
         "y at their batch strides"
     ),
-    args=(
-        KernelArg("x", "input", _PTR),
-        KernelArg("y", "output", _PTR),
-        KernelArg("N", "dim", _I32),
-        KernelArg("RB", "dim", _I32),
-        KernelArg("OUTER", "dim", _I32),
-        KernelArg("R", "dim", _I32),
-        KernelArg("INNER", "dim", _I32),
-        KernelArg("Y_IMAGE", "dim", _I32),
-        KernelArg("x_batch_stride", "dim", _I32),
-        KernelArg("y_batch_stride", "dim", _I32),
-    ),
+    args=ARGS,
     constexprs=(
         Constexpr("MEAN", "bool"),
         Constexpr("BLOCK_ROWS", "int", power_of_two=True, minimum=1),
         Constexpr("BLOCK_R", "int", power_of_two=True, minimum=1),
     ),
-    grid=(GridAxis((("N * OUTER * INNER", "BLOCK_ROWS"),)),),
+    grid=GRID,
     package=Path(__file__).parent,
     kernel_function="reduce",
-    footprints={
-        "x": X_REACH,
-        "y": "floordiv(N * OUTER * INNER - 1, Y_IMAGE) * y_batch_stride + Y_IMAGE",
-    },
+    footprints=FOOTPRINTS,
     implied=implied,
     blocks=(("BLOCK_ROWS", "BLOCK_R"),),
     batch_strides={"x": "x_batch_stride", "y": "y_batch_stride"},

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import math
 
-from dialects.graph.reduce import ReduceMeanOp, ReduceSumOp
+from xdsl.ir import Operation
+
+from dialects.graph.reduce import ReduceMeanOp, ReduceSumOp, ReductionOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.lowering import (
     LoweringContext,
@@ -45,7 +47,13 @@ def reduced_run(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[bool, in
     return batch, first, last
 
 
-def _lower(ctx: LoweringContext, op: ReduceSumOp | ReduceMeanOp, mean: bool) -> LaunchOp:
+def row_launch(
+    ctx: LoweringContext, op: Operation, family: str, combine: tuple[str, int]
+) -> LaunchOp:
+    """The launch of a reduction ``op`` over its ``axes`` by ``family`` (``reduce``
+    or ``reduce_extremum``: the same row view, arguments and tiles), with the
+    family's combining constexpr ``combine`` (``("MEAN", 1)``, ``("MAX", 0)``)."""
+    assert isinstance(op, ReductionOp)
     shape = tuple(tensor_type(op.input).get_shape())
     out = tuple(tensor_type(op.result).get_shape())
     dims = view_dims(shape, *reduced_run(shape, tuple(op.axes)))
@@ -69,10 +77,10 @@ def _lower(ctx: LoweringContext, op: ReduceSumOp | ReduceMeanOp, mean: bool) -> 
         ("y_batch_stride", batch_stride_expr(op.result)),
     ]
     return LaunchOp(
-        "reduce",
+        family,
         [op.input],
         [tensor_type(op.result)],
-        {"MEAN": int(mean), "BLOCK_ROWS": block_rows, "BLOCK_R": block_r},
+        {combine[0]: combine[1], "BLOCK_ROWS": block_rows, "BLOCK_R": block_r},
         [],
         args,
         [f"cdiv({rows_expr(dims)}, {block_rows})", "1", "1"],
@@ -84,10 +92,10 @@ def _lower(ctx: LoweringContext, op: ReduceSumOp | ReduceMeanOp, mean: bool) -> 
 @lowers(ReduceSumOp)
 def lower_reduce_sum(ctx: LoweringContext, op: ReduceSumOp) -> LaunchOp:
     """The sum over ``axes`` (``keepdims`` or not: the same elements)."""
-    return _lower(ctx, op, mean=False)
+    return row_launch(ctx, op, "reduce", ("MEAN", 0))
 
 
 @lowers(ReduceMeanOp)
 def lower_reduce_mean(ctx: LoweringContext, op: ReduceMeanOp) -> LaunchOp:
     """The sum over ``axes`` divided by the product of their sizes."""
-    return _lower(ctx, op, mean=True)
+    return row_launch(ctx, op, "reduce", ("MEAN", 1))
