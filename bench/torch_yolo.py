@@ -1,7 +1,7 @@
 """Import ultralytics' YOLOv8n and YOLO11n through torch.export, compile them, and compare.
 
 Builds each model offline (``DetectionModel("yolov8n.yaml")``, random weights, eval
-mode, the Detect head in its export form, 64x64, batch 1), exports it with
+mode, the Detect head in its export form, 64x64, batch 2), exports it with
 ``torch.export.export`` (static batch), writes the program with
 ``torch.export.save`` and reads it back through ``teeny-import`` (the ``.mlir``
 module and its ``.safetensors`` weights), and prints: the import time, the max
@@ -44,7 +44,7 @@ def _model(name: str) -> tuple[Any, Any]:
             module.export = True
         if hasattr(module, "format"):
             module.format = "onnx"
-    return model, torch.rand(1, 3, 64, 64)
+    return model, torch.rand(2, 3, 64, 64)
 
 
 def _bound(expected: np.ndarray) -> float:

@@ -84,7 +84,7 @@ class Trainable:
 
 def trainable_params(function: FuncOp) -> dict[str, Trainable]:
     """Weight name -> `Trainable`, in first-use order: every f32 parameter except
-    those used only as batch-norm running statistics, and every weight a fused
+    frozen ones and those used only as batch-norm running statistics, and every weight a fused
     convolution reads through an ``identity`` derivation (its bias, folded in
     by fuse-epilogues)."""
     found: dict[str, Trainable] = {}
@@ -101,7 +101,7 @@ def trainable_params(function: FuncOp) -> dict[str, Trainable]:
         if not isinstance(op, ParamOp):
             continue
         type_ = op.result.type
-        if not isinstance(type_, TensorType) or type_.element_type != f32:
+        if not isinstance(type_, TensorType) or type_.element_type != f32 or op.frozen:
             continue
         name = op.param_name.data
         found.setdefault(name, Trainable(type_, [])).ops.append(op)

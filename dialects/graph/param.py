@@ -37,6 +37,10 @@ class ParamOp(IRDLOperation):
     all zeros of the result type instead of a missing-weight error. Without it
     a missing weight is an error.
 
+    The optional unit property ``frozen`` marks a weight that training never
+    updates (a buffer, or a parameter with ``requires_grad=False``: the fixed
+    DFL projection of a YOLO head): insert-backward gives it no gradient.
+
         %w = graph.param "model.0.conv.weight" : tensor<16x3x3x3xf32>
         %m = graph.param "model.0.conv.weight.exp_avg" zero_default : tensor<16x3x3x3xf32>
     """
@@ -45,6 +49,7 @@ class ParamOp(IRDLOperation):
 
     param_name = prop_def(StringAttr)
     zero_default_attr = opt_prop_def(UnitAttr, prop_name="zero_default")
+    frozen_attr = opt_prop_def(UnitAttr, prop_name="frozen")
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -55,6 +60,7 @@ class ParamOp(IRDLOperation):
         result_type: TensorType,
         *,
         zero_default: bool = False,
+        frozen: bool = False,
     ):
         if isinstance(param_name, str):
             param_name = StringAttr(param_name)
@@ -62,6 +68,7 @@ class ParamOp(IRDLOperation):
             properties={
                 "param_name": param_name,
                 "zero_default": UnitAttr() if zero_default else None,
+                "frozen": UnitAttr() if frozen else None,
             },
             result_types=[result_type],
         )
@@ -70,6 +77,11 @@ class ParamOp(IRDLOperation):
     def zero_default(self) -> bool:
         """Whether a missing weight reads as zeros (state that starts at zero)."""
         return self.zero_default_attr is not None
+
+    @property
+    def frozen(self) -> bool:
+        """Whether training leaves this weight as it is (no gradient, no update)."""
+        return self.frozen_attr is not None
 
     def verify_(self) -> None:
         if not self.param_name.data:
@@ -80,9 +92,12 @@ class ParamOp(IRDLOperation):
     def parse(cls, parser: Parser) -> ParamOp:
         param_name = parse_utf8_literal(parser, "parameter name")
         zero_default = parser.parse_optional_keyword("zero_default") is not None
-        attributes = parse_attr_dict(parser, ["param_name", "zero_default"])
+        frozen = parser.parse_optional_keyword("frozen") is not None
+        attributes = parse_attr_dict(parser, ["param_name", "zero_default", "frozen"])
         parser.parse_punctuation(":")
-        op = cls(param_name, parse_tensor_type(parser), zero_default=zero_default)
+        op = cls(
+            param_name, parse_tensor_type(parser), zero_default=zero_default, frozen=frozen
+        )
         op.attributes.update(attributes)
         return op
 
@@ -91,6 +106,8 @@ class ParamOp(IRDLOperation):
         printer.print_string_literal(self.param_name.data)
         if self.zero_default:
             printer.print_string(" zero_default")
+        if self.frozen:
+            printer.print_string(" frozen")
         printer.print_op_attributes(self.attributes)
         printer.print_string(" : ")
         printer.print_attribute(self.result.type)

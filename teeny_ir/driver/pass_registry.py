@@ -100,6 +100,7 @@ _PASSES: dict[str, PassEntry] = {
         PassEntry("dce", _dce, MODULE_AND_FUNCTION, "remove dead side-effect-free ops (xDSL)"),
         PassEntry("split-bias", _teeny("split_bias", "SplitBiasPass")),
         PassEntry("fuse-epilogues", _teeny("fuse_epilogues", "FuseEpiloguesPass")),
+        PassEntry("fuse-attention", _teeny("fuse_attention", "FuseAttentionPass")),
         PassEntry(
             "select-conv-algorithm", _teeny("select_conv_algorithm", "SelectConvAlgorithmPass")
         ),

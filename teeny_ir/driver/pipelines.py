@@ -165,20 +165,20 @@ PIPELINES: dict[str, NamedPipeline] = {
     for p in (
         NamedPipeline(
             "teeny-inference",
-            "inference lowering: split biases, fold Conv+BN+activation, pick conv "
+            "inference lowering: split biases, fuse attentions, fold Conv+BN+activation, pick conv "
             "algorithms and tiles (option profile=gpu|interpreter, default gpu, for "
             "select-conv-algorithm), lower to kernel ops (emission stays explicit)",
-            "builtin.module(split-bias,fuse-epilogues{mode=inference},"
+            "builtin.module(split-bias,fuse-attention,fuse-epilogues{mode=inference},"
             "select-conv-algorithm,lower-graph-to-kernel)",
             (PROFILE,),
         ),
         NamedPipeline(
             "teeny-training",
-            "training: batch norms in training form, biases split, conv+bias+activation "
+            "training: batch norms in training form, biases split, attentions fused, conv+bias+activation "
             "fused (mode=training), conv algorithms picked, the backward inserted, the "
             "optimizer step appended and everything lowered to kernel ops (options: "
             "optimizer=sgd|adamw, lr, momentum, weight-decay, betas, eps, decay-all, profile)",
-            "builtin.module(train-mode,split-bias,fuse-epilogues{mode=training},"
+            "builtin.module(train-mode,split-bias,fuse-attention,fuse-epilogues{mode=training},"
             "select-conv-algorithm,insert-backward,apply-optimizer,lower-graph-to-kernel)",
             TRAINING_OPTIONS,
         ),

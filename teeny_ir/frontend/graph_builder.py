@@ -40,6 +40,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
+from dialects.graph.attention import AttentionOp
 from dialects.graph.constant import ConstantOp
 from dialects.graph.conv import Conv2dOp
 from dialects.graph.elementwise import (
@@ -476,6 +477,19 @@ class GraphBuilder:
     def matmul(self, lhs: Value, rhs: Value) -> Value:
         """`graph.matmul` (batched, broadcasting batch dimensions)."""
         return self._add(MatmulOp, lhs, rhs).result
+
+    def attention(
+        self,
+        q: Value,
+        k: Value,
+        v: Value,
+        scale: float,
+        transposed: Sequence[int] = (0, 0, 0, 0),
+    ) -> tuple[Value, Value]:
+        """`graph.attention`: ``softmax(scale * q k^T) v`` and the row log-sum-exp
+        (``transposed``: which of q, k, v, o are stored features-first)."""
+        op = self._add_verified(AttentionOp, q, k, v, scale, transposed)
+        return op.output, op.lse
 
     def constant(self, values: Sequence[float], shape: Sequence[int] | None = None) -> Value:
         """`graph.constant` of ``shape`` (default ``[len(values)]``), row-major;

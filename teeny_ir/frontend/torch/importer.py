@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr, UnitAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.ir import SSAValue
 
@@ -317,7 +317,10 @@ class _Importer:
                 constant = array.to(torch.float32).numpy().copy()
                 self.lifted[id(constant)] = (name, constant)
                 return constant
-            return self._param(name, array.to(torch.float32).numpy())
+            # PyTorch trains neither buffers nor parameters without requires_grad
+            # (the DFL's fixed projection): frozen, so training leaves them be.
+            frozen = kind == InputKind.BUFFER or not found.requires_grad
+            return self._param(name, array.to(torch.float32).numpy(), frozen=frozen)
         raise DiagnosticError.single(f"unsupported input kind {kind.name}", loc)
 
     def _user_input(self, node: torch.fx.Node, loc: TorchLoc) -> Value:
@@ -361,11 +364,13 @@ class _Importer:
         name = node.name if SSAValue.is_valid_name(node.name) else None
         return self.b.input(shape, name=name)
 
-    def _param(self, name: str, array: np.ndarray) -> SSAValue:
+    def _param(self, name: str, array: np.ndarray, frozen: bool = False) -> SSAValue:
         found = self.params.get(name)
         if found is None:
             found = self.params[name] = self.b.param(name, list(array.shape) or [1])
             self.weights[name] = np.ascontiguousarray(array.reshape(array.shape or (1,)))
+            if frozen and isinstance(found.owner, ParamOp):
+                found.owner.properties["frozen"] = UnitAttr()
         return found
 
     def _folded_param(self, name: str, array: np.ndarray) -> SSAValue | None:
