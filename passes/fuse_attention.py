@@ -61,7 +61,7 @@ from dialects.graph.reduce import SoftmaxOp
 from dialects.graph.structure import TransposeOp
 from passes.fuse_epilogues import fused_location
 from teeny_ir.core.diagnostics import DiagnosticEngine, engine_of
-from teeny_ir.kernels.attention.contract import MAX_HEAD_DIM
+from teeny_ir.kernels.attention.tiles import MAX_HEAD_DIM
 
 
 class NotFused(Exception):

@@ -501,6 +501,7 @@ def test_teeny_inference_passes_the_profile_on() -> None:
     default = _flatten(pipeline.expand())
     assert [p.name for p in default] == [
         "split-bias",
+        "fuse-attention",
         "fuse-epilogues",
         "select-conv-algorithm",
         "lower-graph-to-kernel",
@@ -554,7 +555,8 @@ def test_pipeline_option_errors(name: str, options: list[Any], message: str) -> 
 def test_pipeline_option_through_the_pass_manager() -> None:
     text = PassManager.parse("teeny-inference{profile=interpreter}").pipeline_string()
     assert text == (
-        "builtin.module(split-bias,fuse-epilogues,select-conv-algorithm{profile=interpreter},"
+        "builtin.module(split-bias,fuse-attention,fuse-epilogues,"
+        "select-conv-algorithm{profile=interpreter},"
         "lower-graph-to-kernel{profile=interpreter})"
     )
     assert PassManager.parse(text).pipeline_string() == text

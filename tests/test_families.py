@@ -182,6 +182,25 @@ SAMPLES: dict[str, str] = {
         "graph.pad", [X4], [_t("?", 4, 9, 5)], "pads [0, 1, 3, 0, 0, 0, -1, -1] mode reflect"
     ),
     "reshape_copy": _one_op("graph.reshape", [_t(3, 5, 7)], [_t(7, 15)], "shape [7, 15]"),
+    "attention": _one_op(
+        "graph.attention",
+        [_t("?", 2, 3, 5), _t("?", 2, 7, 3), _t("?", 2, 7, 4)],
+        [_t("?", 2, 4, 5), _t("?", 2, 5)],
+        "scale 0.5 transposed [1, 0, 0, 1]",
+    ),
+    "attention_backward": _one_op(
+        "graph.attention_backward",
+        [
+            _t("?", 2, 3, 5),
+            _t("?", 2, 7, 3),
+            _t("?", 2, 7, 4),
+            _t("?", 2, 4, 5),
+            _t("?", 2, 5),
+            _t("?", 2, 4, 5),
+        ],
+        [_t("?", 2, 3, 5), _t("?", 2, 7, 3), _t("?", 2, 7, 4)],
+        "scale 0.5 transposed [1, 0, 0, 1]",
+    ),
 }
 """A small graph whose lowering launches the family, by family."""
 

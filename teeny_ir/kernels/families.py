@@ -45,6 +45,8 @@ FAMILY_PACKAGES = (
     "slice",
     "pad",
     "reshape_copy",
+    "attention",
+    "attention_backward",
 )
 """Every kernel family, by subpackage name (= family name)."""
 
