@@ -53,7 +53,7 @@ from xdsl.pattern_rewriter import (
 from xdsl.rewriter import InsertPoint
 from xdsl.utils.exceptions import VerifyException
 
-from dialects.graph.attention import AttentionOp, infer_attention_shapes
+from dialects.graph.attention import AttentionOp, infer_attention_shapes, logical_shape
 from dialects.graph.constant import ConstantOp
 from dialects.graph.elementwise import DivOp, MulOp
 from dialects.graph.linear import MatmulOp
@@ -228,7 +228,10 @@ class FuseAttention(RewritePattern):
             raise NotFused("the output product's type is not the attention's")
         if not math.isfinite(walk.scale) or walk.scale == 0.0:
             raise NotFused(f"the scale {walk.scale} is not finite and non-zero")
-        dims = {"Dk": _logical(_shape(q), flags[0])[-1], "Dv": _logical(_shape(v), flags[2])[-1]}
+        dims = {
+            "Dk": logical_shape(_shape(q), flags[0])[-1],
+            "Dv": logical_shape(_shape(v), flags[2])[-1],
+        }
         for name, size in dims.items():
             if size > MAX_HEAD_DIM:
                 raise NotFused(
@@ -297,10 +300,6 @@ def _erase_dead(ops: Sequence[Operation], rewriter: PatternRewriter) -> None:
         for op in dead:
             rewriter.erase(op)
             pending.remove(op)
-
-
-def _logical(shape: tuple[int, ...], flag: int) -> tuple[int, ...]:
-    return (*shape[:-2], shape[-1], shape[-2]) if flag else shape
 
 
 def _is_swap(op: TransposeOp) -> bool:
