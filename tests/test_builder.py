@@ -256,6 +256,7 @@ def test_a_module_of_every_op_verifies_and_round_trips() -> None:
         y = b.add(b.mul(y, y), b.bias_add(y, b.param("shift", [4])))
     y = b.relu(b.sigmoid(b.tanh(b.gelu(b.hardtanh(b.leaky_relu(y, 0.2), -0.5, 2.0), "tanh"))))
     y = b.div(b.sub(y, b.constant([0.5])), b.constant([2.0], [4, 1, 1]))
+    y = b.fused_pointwise([y, b.constant([3.0])], "mul %0 %1; tanh $0")
     y = b.pow(b.maximum(b.minimum(b.elu(b.celu(y, 2.0), 0.5), y), y), b.constant([2.0]))
     y = b.upsample_nearest2d(b.avg_pool2d(y, [2, 2], count_include_pad=False), [2, 2])
     y = b.max_pool2d(y, [3, 3], strides=[1, 1], padding=[1, 1, 1, 1], ceil_mode=True)
@@ -332,6 +333,14 @@ def test_a_shape_error_names_the_op_and_scope_at_the_calling_line() -> None:
         (
             lambda b, x: b.constant([1.0, 2.0], [3]),
             "'graph.constant' op expected 1 or 3 values for shape [3], got 2",
+        ),
+        (
+            lambda b, x: b.fused_pointwise([x], "exp %0; add $0 %1"),
+            "'graph.fused_pointwise' op the program reads 2 input(s), expected 1",
+        ),
+        (
+            lambda b, x: b.fused_pointwise([x, b.param("p", [2, 1, 1])], "add %0 %1"),
+            "'graph.fused_pointwise' op step 0 (add): cannot broadcast shapes",
         ),
     ],
 )

@@ -104,6 +104,12 @@ GRAD_X, GRAD_W, GRAD_Y = _t("?", 3, 7, 6), _t(4, 3, 3, 3), _t("?", 4, 5, 4)
 
 SAMPLES: dict[str, str] = {
     "elementwise": _one_op("graph.add", [X4, _t(3, 1, 6)], [X4]),
+    "fused_elementwise": _one_op(
+        "graph.fused_pointwise",
+        [X4, _t(3, 1, 6), _t(6)],
+        [X4],
+        'program "sub %0 %1; mul $0 %2; silu $1"',
+    ),
     "conv1x1_gemm": _fused_conv(3, 5, 1, 1),
     "implicit_gemm_conv": _fused_conv(3, 5, 3, 1),
     "depthwise_conv": _fused_conv(4, 4, 3, 4),

@@ -102,9 +102,18 @@ func.func @forward(%x: tensor<?x6x5x5xf32>) -> tensor<?x3x5x5xf32> {{
     ],
 )
 def test_split_copies_where_a_view_is_unsafe(text: str, why: str) -> None:
-    ir = _lower(text)
+    # Without fuse-pointwise: a lone relu runs on the elementwise family.
+    ir = _lower(text, "split-bias,fuse-epilogues,select-conv-algorithm,lower-graph-to-kernel")
     assert "kernel.slice" not in ir, why
     assert '"split"' in ir, why
+
+
+def test_a_lone_pointwise_op_reads_a_part_in_place() -> None:
+    """teeny-inference's fuse-pointwise makes a lone op on a split's part a
+    fused_elementwise launch, which reads the part through its batch stride."""
+    ir = _lower(_split_then("%y = graph.relu %p : tensor<?x3x5x5xf32>", "%y"))
+    assert _count(ir, "kernel.slice") == 2 and '"split"' not in ir, ir
+    assert '"fused_elementwise"' in ir and "in0_batch_stride = \"150\"" in ir, ir
 
 
 def test_concat_of_a_function_argument_copies() -> None:

@@ -34,14 +34,17 @@ def constexpr_value(attr: Attribute) -> int | str | None:
 
 def constexpr_values(family: KernelFamily, values: Mapping[str, Attribute]) -> dict[str, int | str]:
     """The constexpr attributes as values: i64 integers, or strings for the
-    family's pointwise constexprs (the validator checks the values)."""
+    family's pointwise and program constexprs (the validator checks the values)."""
     kinds = {c.name: c.type for c in family.constexprs}
     checked: dict[str, int | str] = {}
     for name, attr in values.items():
         value = constexpr_value(attr)
-        pointwise = kinds.get(name) == "pointwise"
-        if value is None or (name in kinds and isinstance(value, str) != pointwise):
-            kind = "a pointwise op name" if pointwise else "an i64 integer"
+        kind_of = kinds.get(name)
+        textual = kind_of in ("pointwise", "program")
+        if value is None or (name in kinds and isinstance(value, str) != textual):
+            kind = {"pointwise": "a pointwise op name", "program": "a pointwise program"}.get(
+                kind_of or "", "an i64 integer"
+            )
             raise VerifyException(f"constexpr '{name}' must be {kind}, got {attr}")
         checked[name] = value
     return checked

@@ -4,7 +4,7 @@
 // A named pipeline expands, its options routed to the passes they configure (printed before
 // the pipeline runs; this file's arith ops do not lower, hence 'not').
 // RUN: not teeny-opt %s --dump-pass-pipeline -p 'teeny-inference{profile=interpreter}' -o /dev/null 2>&1 | filecheck %s --check-prefix=PROFILE
-// PROFILE: {{^}}builtin.module(split-bias,fuse-attention,fuse-epilogues,select-conv-algorithm{profile=interpreter},lower-graph-to-kernel{profile=interpreter}){{$}}
+// PROFILE: {{^}}builtin.module(split-bias,fuse-attention,fuse-epilogues,fuse-pointwise,select-conv-algorithm{profile=interpreter},lower-graph-to-kernel{profile=interpreter}){{$}}
 // RUN: teeny-opt %s --dump-pass-pipeline --pass-pipeline='builtin.module(cse)' -o /dev/null 2>&1 | filecheck %s --check-prefix=CSE
 // RUN: teeny-opt %s --dump-pass-pipeline --pass-pipeline=' builtin.module( cse ) ' -o /dev/null 2>&1 | filecheck %s --check-prefix=CSE
 // RUN: teeny-opt %s --dump-pass-pipeline -p 'cse{}' -o /dev/null 2>&1 | filecheck %s --check-prefix=CSE

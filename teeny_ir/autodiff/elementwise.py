@@ -12,6 +12,7 @@ from xdsl.dialects.builtin import TensorType
 from xdsl.ir import Operation, SSAValue
 
 from dialects.graph.elementwise import ActivationGradOp, BiasAddOp
+from dialects.graph.fused_pointwise import FusedPointwiseOp
 from dialects.graph.reduce import ReduceSumOp
 from teeny_ir.autodiff.context import VjpContext
 from teeny_ir.autodiff.registry import VjpError, not_differentiable, pointwise_vjp, vjp
@@ -64,3 +65,19 @@ not_differentiable(
     "the derivative of an activation's gradient (second order) is not supported",
     ActivationGradOp,
 )
+
+
+@vjp(FusedPointwiseOp)
+def _fused_pointwise(
+    ctx: VjpContext, op: FusedPointwiseOp, grads: Sequence[SSAValue | None]
+) -> list[SSAValue | None]:
+    """fuse-pointwise is an inference pass (``teeny-training`` does not run it),
+    so a fused chain reaching insert-backward is differentiated as its ops, never
+    as one: a located error saying so (it names the ops the program holds)."""
+    if all(g is None for g in grads):
+        return [None] * len(op.operands)
+    raise VjpError(
+        "a fused pointwise chain is differentiated as its unfused ops ("
+        + ", ".join(op.program.ops())
+        + "): run fuse-pointwise after insert-backward, or not at all in training"
+    )

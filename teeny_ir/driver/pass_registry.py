@@ -101,6 +101,7 @@ _PASSES: dict[str, PassEntry] = {
         PassEntry("split-bias", _teeny("split_bias", "SplitBiasPass")),
         PassEntry("fuse-epilogues", _teeny("fuse_epilogues", "FuseEpiloguesPass")),
         PassEntry("fuse-attention", _teeny("fuse_attention", "FuseAttentionPass")),
+        PassEntry("fuse-pointwise", _teeny("fuse_pointwise", "FusePointwisePass")),
         PassEntry(
             "select-conv-algorithm", _teeny("select_conv_algorithm", "SelectConvAlgorithmPass")
         ),

@@ -165,11 +165,11 @@ PIPELINES: dict[str, NamedPipeline] = {
     for p in (
         NamedPipeline(
             "teeny-inference",
-            "inference lowering: split biases, fuse attentions, fold Conv+BN+activation, pick conv "
-            "algorithms and tiles (option profile=gpu|interpreter, default gpu, for "
+            "inference lowering: split biases, fuse attentions, fold Conv+BN+activation, fuse "
+            "pointwise chains, pick conv algorithms and tiles (option profile=gpu|interpreter, default gpu, for "
             "select-conv-algorithm), lower to kernel ops (emission stays explicit)",
             "builtin.module(split-bias,fuse-attention,fuse-epilogues{mode=inference},"
-            "select-conv-algorithm,lower-graph-to-kernel)",
+            "fuse-pointwise,select-conv-algorithm,lower-graph-to-kernel)",
             (PROFILE,),
         ),
         NamedPipeline(

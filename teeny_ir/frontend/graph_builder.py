@@ -75,6 +75,7 @@ from dialects.graph.elementwise import (
     SubOp,
     TanhOp,
 )
+from dialects.graph.fused_pointwise import FusedPointwiseOp
 from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
@@ -490,6 +491,11 @@ class GraphBuilder:
         (``transposed``: which of q, k, v, o are stored features-first)."""
         op = self._add_verified(AttentionOp, q, k, v, scale, transposed)
         return op.output, op.lse
+
+    def fused_pointwise(self, inputs: Sequence[Value], program: str) -> Value:
+        """`graph.fused_pointwise`: the pointwise ``program`` (its text, as
+        `teeny_ir.core.pointwise_program.parse` reads it) over ``inputs``."""
+        return self._add_verified(FusedPointwiseOp.from_text, list(inputs), program).result
 
     def constant(self, values: Sequence[float], shape: Sequence[int] | None = None) -> Value:
         """`graph.constant` of ``shape`` (default ``[len(values)]``), row-major;

@@ -25,7 +25,7 @@ from typing import Literal
 
 ArgKind = Literal["input", "param", "output", "dim"]
 POINTER_KINDS = ("input", "param", "output")
-ConstexprType = Literal["int", "bool", "pointwise"]
+ConstexprType = Literal["int", "bool", "pointwise", "program"]
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,9 @@ class Constexpr:
     at least 16x16x8). A ``pointwise`` constexpr names an entry of the pointwise
     table (`teeny_ir.core.pointwise`) whose expression is rendered into the
     kernel's slot function ``slot``; ``epilogue`` restricts it to the entries
-    that may ride in an epilogue, plus ``none``.
+    that may ride in an epilogue, plus ``none``. A ``program`` constexpr is a
+    pointwise program (`teeny_ir.core.pointwise_program`, its canonical text)
+    rendered into the slot function ``slot``.
     """
 
     name: str
@@ -166,6 +168,16 @@ def constexpr_problem(constexpr: Constexpr, value: int | str) -> str | None:
     """Why ``value`` is not a valid value of ``constexpr``, or None. The one check
     that the kernel verifier and the plan loader share."""
     name = constexpr.name
+    if constexpr.type == "program":
+        from teeny_ir.core import pointwise_program
+
+        if not isinstance(value, str):
+            return f"constexpr '{name}' must be a pointwise program, got {value!r}"
+        try:
+            pointwise_program.parse(value)
+        except ValueError as err:
+            return f"constexpr '{name}': {err}"
+        return None
     if constexpr.type == "pointwise":
         from teeny_ir.core import pointwise
 

@@ -6,6 +6,8 @@ The family source (``kernel.py``) is real Python. Rendering, for one variant:
    ``def activation(v)``) by one that returns the pointwise table's expression
    for the constexpr's value (``none``: the value unchanged); a slot named
    `DERIVATIVE_SLOT` (``activation_grad``) gets the entry's derivative instead;
+   a ``program`` constexpr's slot gets the program's steps, one helper each
+   (`teeny_ir.core.pointwise_program.Program.triton_slot`);
 2. pastes the shared helpers of `teeny_ir.kernels.triton_helpers` after the
    source's imports, so the emitted file is self-contained;
 3. renames the kernel function to the variant's name;
@@ -25,7 +27,7 @@ import ast
 from collections.abc import Mapping
 from pathlib import Path
 
-from teeny_ir.core import pointwise
+from teeny_ir.core import pointwise, pointwise_program
 from teeny_ir.kernels.contract import KernelFamily
 
 HELPERS = Path(__file__).with_name("triton_helpers.py")
@@ -77,6 +79,16 @@ def _slot_source(node: ast.FunctionDef, value: str) -> str:
     return f"@triton.jit\ndef {node.name}({', '.join(params)}):\n    return {body}\n"
 
 
+def _program_source(node: ast.FunctionDef, value: str) -> str:
+    """The slot function computing program ``value`` over its parameters
+    (`teeny_ir.core.pointwise_program.Program.triton_slot`)."""
+    params = [a.arg for a in node.args.args]
+    try:
+        return pointwise_program.parse(value).triton_slot(node.name, params)
+    except ValueError as err:
+        raise RenderError(str(err)) from None
+
+
 def helpers_source() -> str:
     """The shared helper functions (without the module docstring and imports)."""
     text = HELPERS.read_text(encoding="utf-8")
@@ -105,6 +117,13 @@ def render(
     lines = text.splitlines(keepends=True)
     replacements: list[tuple[int, int, str]] = []  # (first line, last line, text), 1-based
     for constexpr in family.constexprs:
+        if constexpr.type == "program":
+            node = _function(tree, constexpr.slot)
+            value = constexprs[constexpr.name]
+            if not isinstance(value, str):
+                raise RenderError(f"constexpr '{constexpr.name}' must be a pointwise program")
+            end = node.end_lineno or node.lineno
+            replacements.append((_first_line(node), end, _program_source(node, value)))
         if constexpr.type == "pointwise":
             node = _function(tree, constexpr.slot)
             value = constexprs[constexpr.name]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from dialects.graph.elementwise import ActivationGradOp, BiasAddOp
+from dialects.graph.fused_pointwise import FusedPointwiseOp
 from teeny_ir.core import pointwise
 from teeny_ir.reference.common import Array, Weights, channel, error
 from teeny_ir.reference.semantics import pointwise_rule, semantics
@@ -35,3 +36,8 @@ def _activation_grad_op(op: ActivationGradOp, args: list[Array], weights: Weight
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
         factor = entry.derivative(np, x, **pointwise.options_of(entry, op))
     return [factor * grad]
+
+
+@semantics(FusedPointwiseOp)
+def _fused_pointwise_op(op: FusedPointwiseOp, args: list[Array], weights: Weights) -> list[Array]:
+    return [op.program.evaluate(np, args)]

@@ -415,7 +415,9 @@ def run_cases(
         names = [name for name, _ in case.args]
         assert names == [a.name for a in family.args], case.id
         slots = "/".join(
-            str(case.constexprs[c.name]) for c in family.constexprs if c.type == "pointwise"
+            str(case.constexprs[c.name])
+            for c in family.constexprs
+            if c.type in ("pointwise", "program")
         )
         key = (case.family, slots, case.mutation)
         if key not in files:

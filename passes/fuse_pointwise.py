@@ -1,0 +1,246 @@
+"""fuse-pointwise: turn each chain of pointwise ops into one
+`graph.fused_pointwise` (`dialects.graph.fused_pointwise`), which lowers to one
+``fused_elementwise`` launch instead of one launch per op (what Inductor does
+first: imported graphs, such as a detection head's box decoding or an
+activation an exporter decomposed, otherwise cost a launch per op).
+
+A *candidate* is an op of the pointwise table (`teeny_ir.core.pointwise`) on
+tensors of rank <= 6. The pass walks each block from its last op to its
+first; each candidate not yet absorbed is the root of a group, which grows
+through the producers of its operands. A producer joins when it is a
+candidate and either
+
+- every user of its value is already in the group (the value never needs to
+  reach memory), or
+- every user of its value is a candidate (it is recomputed in each user's
+  group, as Inductor inlines a pointwise node into each consumer, and is
+  then never materialised);
+
+and the group stays within the family's limits (`pointwise_program.MAX_INPUTS`
+inputs, `pointwise_program.MAX_STEPS` steps). Operands broadcast as the ops
+do (numpy's rules): the program is evaluated at the output's index, every
+input read through broadcasting strides.
+
+A group of two or more ops becomes one ``graph.fused_pointwise`` at the
+root's place, located at the fusion of every absorbed op's location (its
+provenance: a plan's launch names each op it implements), and the absorbed
+ops left without users are erased. A group of one op is rewritten only where
+that lets a split or concat be a view (its input is a ``graph.split`` part or
+its result a ``graph.concat`` operand): the ``fused_elementwise`` family reads
+and writes batch-strided views, the ``elementwise`` family does not.
+
+Where a chain is cut the pass says why with a remark at the op where it stops,
+``pointwise chain cut: <reason>``: a candidate whose value has a user that is
+not pointwise (it must reach memory), a shape change (a reshape, flatten or
+transpose between two pointwise ops), or a group at the family's limits.
+Statistics: ``fusions`` (fused ops made), ``absorbed`` (ops they replace),
+``cuts`` (remarks).
+
+The pass runs in ``teeny-inference``, after fuse-epilogues (an activation
+that can ride in a convolution's or a GEMM's epilogue is taken there first).
+`graph.fused_pointwise` has no VJP rule: training differentiates the unfused
+ops, so ``teeny-training`` does not run this pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from xdsl.context import Context
+from xdsl.dialects.builtin import TensorType
+from xdsl.ir import Block, Operation, OpResult, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import Rewriter
+
+from dialects.graph.fused_pointwise import FusedPointwiseOp
+from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
+from passes.fuse_epilogues import fused_location
+from teeny_ir.core import pointwise, pointwise_program
+from teeny_ir.core.diagnostics import DiagnosticEngine, engine_of
+from teeny_ir.kernels.elementwise.contract import RANK
+
+SHAPE_OPS = (ReshapeOp, FlattenOp, TransposeOp)
+"""Ops that change a shape: a chain is cut there (with a remark)."""
+
+
+def candidate(op: Operation) -> bool:
+    """A pointwise-table op on tensors the ``fused_elementwise`` family takes."""
+    if pointwise.lookup(op.name) is None or len(op.results) != 1:
+        return False
+    values = (*op.operands, *op.results)
+    return all(isinstance(v.type, TensorType) and len(v.type.get_shape()) <= RANK for v in values)
+
+
+def _producer(value: SSAValue) -> Operation | None:
+    return value.owner if isinstance(value, OpResult) else None
+
+
+def _user_names(value: SSAValue) -> list[str]:
+    return sorted({use.operation.name for use in value.uses})
+
+
+@dataclass
+class _Group:
+    """The ops of one fused op (``position``: each op's index in the block)."""
+
+    root: Operation
+    position: dict[Operation, int]
+    ops: list[Operation] = field(default_factory=list[Operation])
+
+    def ordered(self, extra: Operation | None = None) -> list[Operation]:
+        """The ops (with ``extra`` joined) in block order: the root last."""
+        members = [*self.ops, *([extra] if extra is not None else [])]
+        return sorted(members, key=lambda op: self.position[op])
+
+    def inputs(self, extra: Operation | None = None) -> list[SSAValue]:
+        """The values the group reads from outside it (with ``extra`` joined), in
+        the order the ordered steps first read them."""
+        ordered = self.ordered(extra)
+        members = set(ordered)
+        found: list[SSAValue] = []
+        for op in ordered:
+            for value in op.operands:
+                if _producer(value) not in members and value not in found:
+                    found.append(value)
+        return found
+
+
+class FusePointwise:
+    """Grows and rewrites the groups of one block (module docstring)."""
+
+    def __init__(self, engine: DiagnosticEngine) -> None:
+        self.engine = engine
+        self.fusions = 0
+        self.absorbed = 0
+        self.cuts = 0
+
+    def _cut(self, message: str, op: Operation) -> None:
+        self.cuts += 1
+        self.engine.remark(f"pointwise chain cut: {message}", op)
+
+    def run(self, block: Block) -> None:
+        done: set[Operation] = set()
+        ops = list(block.ops)
+        position = {op: index for index, op in enumerate(ops)}
+        for op in reversed(ops):
+            if op in done or op.parent_block() is not block or not candidate(op):
+                continue
+            group = self._grow(op, position)
+            done.update(group.ops)
+            self._rewrite(group)
+
+    def _grow(self, root: Operation, position: dict[Operation, int]) -> _Group:
+        group = _Group(root, position, [root])
+        pending = [root]
+        while pending:
+            op = pending.pop(0)
+            for value in op.operands:
+                producer = _producer(value)
+                if producer is None or producer in group.ops:
+                    continue
+                if isinstance(producer, SHAPE_OPS):
+                    inner = _producer(producer.operands[0])
+                    if inner is not None and candidate(inner):
+                        self._cut(
+                            f"a shape change ({producer.name}) between {inner.name} and {op.name}",
+                            producer,
+                        )
+                    continue
+                if not candidate(producer):
+                    continue
+                users = {use.operation for use in producer.results[0].uses}
+                if not (users <= set(group.ops) or all(candidate(u) for u in users)):
+                    others = [
+                        name
+                        for name in _user_names(producer.results[0])
+                        if pointwise.lookup(name) is None
+                    ]
+                    self._cut(
+                        f"its value has a user that is not pointwise ({', '.join(others)})",
+                        producer,
+                    )
+                    continue
+                if len(group.inputs(producer)) > pointwise_program.MAX_INPUTS:
+                    self._cut(
+                        f"fusing {producer.name} would read more than "
+                        f"{pointwise_program.MAX_INPUTS} inputs",
+                        producer,
+                    )
+                    continue
+                if len(group.ops) >= pointwise_program.MAX_STEPS:
+                    self._cut(f"the group has {pointwise_program.MAX_STEPS} steps", producer)
+                    continue
+                group.ops.append(producer)
+                pending.append(producer)
+        return group
+
+    def _rewrite(self, group: _Group) -> None:
+        root = group.root
+        if len(group.ops) == 1 and not _enables_view(root):
+            return
+        ordered = group.ordered()
+        inputs = group.inputs()
+        steps: list[pointwise_program.Step] = []
+        index_of: dict[Operation, int] = {}
+        for op in ordered:
+            entry = pointwise.lookup(op.name)
+            assert entry is not None
+            refs = []
+            for value in op.operands:
+                producer = _producer(value)
+                if producer is not None and producer in index_of:
+                    refs.append(pointwise_program.Ref("$", index_of[producer]))
+                else:
+                    refs.append(pointwise_program.Ref("%", inputs.index(value)))
+            index_of[op] = len(steps)
+            steps.append(
+                pointwise_program.Step(entry, pointwise.options_of(entry, op), tuple(refs))
+            )
+        program = pointwise_program.Program.of(steps, len(inputs))
+        result_type = root.results[0].type
+        assert isinstance(result_type, TensorType)
+        fused = FusedPointwiseOp(inputs, program, result_type)
+        fused.location = fused_location(ordered)
+        Rewriter.replace_op(root, fused)
+        self.fusions += 1
+        self.absorbed += len(ordered)
+        for op in reversed(ordered[:-1]):  # the root is last: it has been replaced
+            if not op.results[0].uses:
+                Rewriter.erase_op(op)
+
+
+def _enables_view(op: Operation) -> bool:
+    """A lone op whose input is a split's part or whose value a concat takes."""
+    reads_part = any(isinstance(_producer(v), SplitOp) for v in op.operands)
+    feeds_concat = any(isinstance(use.operation, ConcatOp) for use in op.results[0].uses)
+    return reads_part or feeds_concat
+
+
+@dataclass(frozen=True)
+class FusePointwisePass(ModulePass):
+    """Fuse each chain of pointwise ops into one graph.fused_pointwise.
+
+    Expects graph ops (after fuse-epilogues). Every maximal chain (a DAG) of
+    pointwise-table ops, cheap producers recomputed where all their users are
+    pointwise, becomes one op at the root's place, located at the fusion of
+    the absorbed ops' locations. Refuses nothing: where a chain is cut (a user
+    that is not pointwise, a shape change, the family's limits) a remark
+    ``pointwise chain cut: <reason>`` says why, at the op where it stops.
+    """
+
+    name = "fuse-pointwise"
+    anchors: ClassVar[tuple[str, ...]] = ("builtin.module", "func.func")
+
+    def apply(self, ctx: Context, op: Operation) -> None:
+        fuser = FusePointwise(engine_of(ctx))
+        blocks = [
+            block for nested in op.walk() for region in nested.regions for block in region.blocks
+        ]
+        for block in blocks:
+            fuser.run(block)
+        sink = getattr(ctx, "_teeny_pass_statistics", None)
+        if sink is not None:
+            sink.add("fusions", fuser.fusions, "Number of graph.fused_pointwise ops made")
+            sink.add("absorbed", fuser.absorbed, "Number of pointwise ops they replace")
+            sink.add("cuts", fuser.cuts, "Number of chains cut (one remark each)")
