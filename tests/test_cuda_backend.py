@@ -410,10 +410,11 @@ def test_precision_renders_input_precision_into_every_tl_dot() -> None:
     from teeny_ir.kernels.render import render
 
     for family in FAMILIES.values():
+        samples = {"pointwise": "none", "program": "exp %0"}
         constexprs = {
-            c.name: (c.choices[0] if c.choices else max(16, c.minimum))
-            if c.type != "pointwise"
-            else "none"
+            c.name: samples[c.type]
+            if c.type in samples
+            else (c.choices[0] if c.choices else max(16, c.minimum))
             for c in family.constexprs
         }
         default = render(family, "k", constexprs)
