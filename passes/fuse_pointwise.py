@@ -114,8 +114,13 @@ class FusePointwise:
         self.fusions = 0
         self.absorbed = 0
         self.cuts = 0
+        self._said: set[tuple[Operation, str]] = set()
 
     def _cut(self, message: str, op: Operation) -> None:
+        """One remark per op and reason, however many groups meet the cut."""
+        if (op, message) in self._said:
+            return
+        self._said.add((op, message))
         self.cuts += 1
         self.engine.remark(f"pointwise chain cut: {message}", op)
 
@@ -156,10 +161,12 @@ class FusePointwise:
                         for name in _user_names(producer.results[0])
                         if pointwise.lookup(name) is None
                     ]
-                    self._cut(
-                        f"its value has a user that is not pointwise ({', '.join(others)})",
-                        producer,
+                    reason = (
+                        "its value is a result of the function"
+                        if others == ["func.return"]
+                        else f"its value has a user that is not pointwise ({', '.join(others)})"
                     )
+                    self._cut(reason, producer)
                     continue
                 if len(group.inputs(producer)) > pointwise_program.MAX_INPUTS:
                     self._cut(

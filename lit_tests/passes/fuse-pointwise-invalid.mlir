@@ -14,6 +14,17 @@ func.func @second_user(%x: tensor<?x4x6x6xf32>, %w: tensor<4x4x1x1xf32>) -> (ten
 
 // -----
 
+func.func @returned_and_read(%x: tensor<3x5xf32>) -> (tensor<3x5xf32>, tensor<3x5xf32>) {
+  // expected-remark@+1 {{pointwise chain cut: its value is a result of the function}}
+  %e = graph.exp %x : tensor<3x5xf32>
+  %y = graph.neg %e : tensor<3x5xf32>
+  %z = graph.tanh %e : tensor<3x5xf32>
+  %w = graph.add %y, %z : (tensor<3x5xf32>, tensor<3x5xf32>) -> tensor<3x5xf32>
+  func.return %e, %w : tensor<3x5xf32>, tensor<3x5xf32>
+}
+
+// -----
+
 func.func @shape_change(%x: tensor<?x4x6xf32>) -> tensor<?x24xf32> {
   %e = graph.exp %x : tensor<?x4x6xf32>
   // expected-remark@+1 {{pointwise chain cut: a shape change (graph.reshape) between graph.exp and graph.neg}}
