@@ -233,12 +233,13 @@ def test_the_validator_refuses_bad_bindings() -> None:
 
 def test_constexprs_are_checked() -> None:
     case = HARNESS_CASES[0]
-    for name, value in [
+    bad_values: list[tuple[str, int | str]] = [
         ("PROGRAM", "frobnicate %0"),
         ("PROGRAM", "exp %0; neg %0"),
         ("INPUTS", 7),
         ("PROGRAM", 3),
-    ]:
+    ]
+    for name, value in bad_values:
         bad = dataclasses.replace(case, constexprs={**case.constexprs, name: value})
         with pytest.raises(validator.ContractError):
             validator.validate(bad.contract())
