@@ -24,7 +24,12 @@ logs what it got, see the C file's header for how the bindings find it).
    out, that HtoD/DtoH moved the right bytes (an output's fake device memory is
    filled with a pattern and must come back), that a kernel over 48 KiB of
    shared memory opts in first, that the status memset reaches the driver, and
-   that ``close`` frees everything.
+   that ``close`` frees everything. Then a `CudaSession` with CUDA graphs at
+   each batch size, twice: the first run captures every launch (the fake logs
+   the kernelParams bytes it copied into each node: `pack_params`'s),
+   instantiates and replays; the second replays only; each replayed kernel node
+   carries the same bytes, the new inputs are in the buffers the graph reads,
+   and ``close`` destroys the executable graphs.
 
 Not a CI test: it needs gcc and cuda-python. Exit status 1 when a check fails.
 Measured: all checks pass with cuda-bindings 13.4.4 (cuda-python 13.4.4, the
@@ -201,6 +206,7 @@ class Child:
         self.step(f"shared > 48 KiB opts in (cuFuncSetAttribute, {BIG_SHARED})", self.big_shared)
         self.step("the status memset (cuMemsetD8Async) before its launch", self.status_memset)
         self.step("a training step's state copy (cuMemcpyDtoDAsync)", self.state_copy)
+        self.step(f"CUDA graphs at B={self.batches}: capture, instantiate, replay", self.graphs)
         self.step("an unimplemented entry point returns an error code", self.unimplemented)
         print(f"{self.passes} checks passed, {len(self.failures)} failed")
         for failure in self.failures:
@@ -242,11 +248,11 @@ class Child:
     def new_calls_peek(self) -> list[dict[str, Any]]:
         return self.calls()[self.seen :]
 
-    def inputs(self, batch: int) -> list[Any]:
+    def inputs(self, batch: int, seed: int | None = None) -> list[Any]:
         from teeny_ir.backend.plan import BATCH
         from teeny_ir.core.expressions import eval_text
 
-        rng = self.np.random.default_rng(batch)
+        rng = self.np.random.default_rng(batch if seed is None else seed)
         arrays = []
         for spec in self.plan.inputs:
             shape = [d if isinstance(d, int) else eval_text(d, {BATCH: batch}) for d in spec.shape]
@@ -285,9 +291,10 @@ class Child:
     def check_live(self, when: str) -> None:
         import ctypes
 
-        live = (ctypes.c_int * 5)()
+        live = (ctypes.c_int * 7)()
         self.lib.fake_cuda_live(live)
-        what = ("allocations", "modules", "functions", "streams", "context retains")
+        what: tuple[str, ...] = ("allocations", "modules", "functions", "streams")
+        what += ("context retains", "graphs", "executable graphs")
         left = {k: v for k, v in zip(what, live, strict=True) if v}
         self.check(not left, f"{when}: the fake still holds {left}")
 
@@ -339,6 +346,7 @@ class Child:
         """One run's calls against the plan, addresses taken from the fake's log."""
         import struct
 
+        from teeny_ir.backend import memory
         from teeny_ir.backend.plan import BATCH
         from teeny_ir.core.expressions import eval_text
         from teeny_ir.kernels.families import FAMILIES
@@ -352,15 +360,16 @@ class Child:
             self.check(copy["bytes"] == array.nbytes, f"B={batch}: HtoD size of {spec.name}")
         self.check(len(htod) == len(fresh) + len(plan.inputs), f"B={batch}: {len(htod)} HtoD")
         memsets = [c for c in calls if c["call"] == "cuMemsetD32Async"]
+        layout = memory.layout(plan, batch)  # where the runtime places the buffers
         if memsets:  # a new batch size: a new arena, NaN everywhere
             (memset,) = memsets
             self.arena = memset["dst"]
-            nbytes = eval_text(plan.arena, env)
+            nbytes = layout.arena
             got = (memset["value"], memset["count"], memset["stream"])
             self.check(got == (0x7FC00000, nbytes // 4, stream), f"B={batch}: arena {memset}")
         addresses = dict(uploads)
         for buffer in plan.buffers:
-            addresses[buffer.name] = self.arena + eval_text(buffer.offset, env)
+            addresses[buffer.name] = self.arena + layout.offsets[buffer.name]
         for view in plan.views:
             addresses[view.name] = addresses[view.base] + 4 * view.offset
         self.check(addresses == session.addresses(batch), f"B={batch}: addresses")
@@ -409,16 +418,29 @@ class Child:
                 offsets.append(len(data))
                 data += struct.pack(formats[kind], value)
             # what the driver read through kernelParams
-            got = bytearray(len(data))
-            for entry, (kind, _) in zip(seen["params"], fields, strict=True):
-                size = struct.calcsize(formats[kind])
-                got[entry["offset"] : entry["offset"] + size] = bytes.fromhex(entry["hex"])[:size]
-            logged = tuple(entry["offset"] for entry in seen["params"])
             packed = config.params
             self.check(len(seen["params"]) == len(fields), f"{where}: parameter count")
-            self.check(logged == tuple(offsets) == packed.offsets, f"{where}: offsets {logged}")
-            self.check(bytes(got) == packed.data, f"{where}: driver bytes != pack_params bytes")
-            self.check(bytes(got) == data, f"{where}: driver bytes != the plan's arguments")
+            self.check(tuple(offsets) == packed.offsets, f"{where}: offsets {packed.offsets}")
+            self.check(packed.data == data, f"{where}: pack_params bytes != the plan's arguments")
+            self.check_params(seen, packed, where)
+
+    def check_params(self, seen: dict[str, Any], packed: Any, where: str) -> None:
+        """The parameter bytes a logged launch (or graph node) read through
+        kernelParams, each entry at its offset and of its size, against
+        `pack_params`'s ``packed``."""
+        import struct
+
+        formats = {"u64": "<Q", "i32": "<i", "f32": "<f"}
+        if len(seen["params"]) != len(packed.kinds):
+            self.check(False, f"{where}: {len(seen['params'])} parameters")
+            return
+        got = bytearray(len(packed.data))
+        for entry, kind in zip(seen["params"], packed.kinds, strict=True):
+            size = struct.calcsize(formats[kind])
+            got[entry["offset"] : entry["offset"] + size] = bytes.fromhex(entry["hex"])[:size]
+        logged = tuple(entry["offset"] for entry in seen["params"])
+        self.check(logged == packed.offsets, f"{where}: offsets {logged}")
+        self.check(bytes(got) == packed.data, f"{where}: driver bytes != pack_params bytes")
 
     def device_bytes(self, address: int, nbytes: int) -> bytes:
         import ctypes
@@ -452,6 +474,66 @@ class Child:
                 strides = [view.batch_stride, *inner]
                 want = np.lib.stride_tricks.as_strided(pattern, shape, [4 * s for s in strides])
             self.check(np.array_equal(session.read(name, batch), want), f"B={batch}: read {name}")
+
+    # --- CUDA graphs -------------------------------------------------------------
+
+    def graphs(self) -> None:
+        """A `CudaSession` with graphs: per batch size, the first run captures
+        (every launch a node holding pack_params's bytes), instantiates and
+        replays; the second, on other inputs, replays only."""
+        cuda, plan = self.cuda, self.plan
+        from teeny_ir import runtime
+
+        params = runtime.load(self.plan_dir).bind_parameters(self.weights())
+        session = cuda.CudaSession(self.plan_dir, plan, graphs=True)
+        count = len(plan.launches)
+        building = (
+            "cuStreamBeginCapture",
+            "cuStreamEndCapture",
+            "cuGraphInstantiate",
+            "cuGraphDestroy",
+        )
+        try:
+            for batch in self.batches:
+                for repeat in range(2):
+                    where = f"B={batch} run {repeat + 1}"
+                    arrays = self.inputs(batch, seed=100 * batch + repeat)  # new values
+                    inputs = dict(zip([t.name for t in plan.inputs], arrays, strict=True))
+                    mark = len(self.calls())
+                    outputs = session.run(inputs | params, batch)
+                    calls = self.calls()[mark:]
+                    names = [c["call"] for c in calls]
+                    got = {name: names.count(name) for name in building}
+                    want = {name: int(repeat == 0) for name in building}
+                    self.check(got == want, f"{where}: {got}")
+                    self.check(names.count("cuGraphLaunch") == 1, f"{where}: one cuGraphLaunch")
+                    captured = [c for c in calls if c["call"] == "cuLaunchKernel"]
+                    replayed = [c for c in calls if c["call"] == "graph kernel node"]
+                    wanted = count if repeat == 0 else 0
+                    self.check(len(captured) == wanted, f"{where}: {len(captured)} captured")
+                    self.check(all(c.get("captured") for c in captured), f"{where}: a launch ran")
+                    self.check(len(replayed) == count, f"{where}: {len(replayed)} nodes replayed")
+                    for seen, config in zip(captured, session.launches, strict=False):
+                        self.check_params(seen, config.params, f"{where} captured {config.kernel}")
+                    for seen, config in zip(replayed, session.launches, strict=False):
+                        self.check(seen["function"] == config.kernel, f"{where}: node order")
+                        self.check_params(seen, config.params, f"{where} replayed {config.kernel}")
+                    if repeat == 0:
+                        (made,) = [c for c in calls if c["call"] == "cuGraphInstantiate"]
+                        self.check((made["nodes"], made["flags"]) == (count, 0), f"{where}: {made}")
+                    for name, array in inputs.items():  # in the buffer the graph reads
+                        stored = self.device_bytes(session.inputs[name], array.nbytes)
+                        self.check(stored == array.tobytes(), f"{where}: input {name}")
+                    addresses = session.addresses(batch)
+                    for name, output in zip(plan.outputs, outputs, strict=True):
+                        raw = self.device_bytes(addresses[name], output.nbytes)
+                        self.check(output.tobytes() == raw, f"{where}: output {name}")
+            self.check(sorted(session.graphs) == sorted(set(self.batches)), "a graph per batch")
+        finally:
+            session.close()
+        destroyed = [c for c in self.new_calls_peek() if c["call"] == "cuGraphExecDestroy"]
+        self.check(len(destroyed) == len(set(self.batches)), f"{len(destroyed)} destroyed")
+        self.check_live("after close()")
 
     # --- the rest of the backend's calls ----------------------------------------
 

@@ -23,7 +23,12 @@ OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
    tf32 plan and 1e-4 for an ieee one (the reference is fp32 eager with TF32
    off), and times one forward (CUDA events, after ``--warmup`` forwards,
    median of ``--runs``) for teeny_ir, torch eager and torch.compile (when it
-   works). Per family (``--no-families``: not), every launch timed alone
+   works). The same forward as a CUDA graph (`CudaSession.graph`: captured
+   once per batch size, replayed with ``cuGraphLaunch``) against the stream
+   launches: CUDA events per forward, wall time per call with the input and
+   output copies (``session.run`` both ways), the capture's cost, and the
+   replay's outputs, which must be the stream's bit for bit. Per family
+   (``--no-families``: not), every launch timed alone
    against its torch equivalent on the same shapes (`bench/torch_equivalents.py`:
    cuDNN convolution with the BN scale folded in, then SiLU; torch's pools and
    upsampling), summed per family and printed as ratios. Memory: the plan's
@@ -31,7 +36,9 @@ OUR cubins, compiled here with our Triton: it never compiles a kernel itself.
    of an eager forward. Exit status 1 when an output is off.
 3. ``--dry-run`` (here, no GPU): the same plan through the cuda backend on the
    fake driver (`teeny_ir.testing.fake_cuda`): every launch's cubin,
-   grid, block, shared memory and packed parameters, printed.
+   grid, block, shared memory and packed parameters, printed; then each batch
+   size's CUDA graph, captured and replayed on the fake, its kernel nodes
+   checked against the stream launches' parameter bytes.
    ``--interpret`` (here, no GPU): the fake driver runs every launch in
    Triton's interpreter, from the parameter bytes, and each launch's output
    is checked against its torch equivalent computed from the same memory (the
@@ -244,12 +251,15 @@ def dry_run(directory: Path, batches: list[int], arch: int) -> None:
     for name, args in driver.calls:
         if name == "cuFuncSetAttribute":
             print(f"  {args[0].name}: {args[1]} = {args[2]}")
+    graphs: list[str] = []
     try:
         for batch in batches:
+            mark = len(driver.launches)
             try:
                 session.run(_inputs(plan, batch) | params, batch)
             except runtime.StatusCheckError as err:  # the fake's kernels write nothing
                 print(f"(batch {batch}: the status check fails as it must here: {err})")
+            graphs.append(_dry_graph(session, driver, batch, driver.launches[mark:]))
             names = {address: name for name, address in session.addresses(batch).items()}
             print(f"\nbatch {batch}: arena {memory.arena_bytes(plan, batch)} bytes")
             for config in session.launches:
@@ -265,12 +275,44 @@ def dry_run(directory: Path, batches: list[int], arch: int) -> None:
                 )
     finally:
         session.close()
+    print("\nCUDA graphs (CudaSession(..., graphs=True)): one per batch size, replayed")
+    for line in graphs:
+        print(line)
     calls: dict[str, int] = {}
     for name, _ in driver.calls:
         calls[name] = calls.get(name, 0) + 1
     print("\ndriver calls: " + ", ".join(f"{k} {v}" for k, v in calls.items()))
     if driver.memory:
         raise SystemExit("gpu_check: the session left device memory allocated")
+    if driver.graph_execs or driver.graphs:
+        raise SystemExit("gpu_check: the session left CUDA graphs alive")
+
+
+def _dry_graph(session: cuda.CudaSession, driver: Any, batch: int, streamed: list[Any]) -> str:
+    """Capture and replay the graph of ``batch`` on the fake driver; its kernel
+    nodes and the launches the replay ran must carry exactly what the stream
+    launches of the same batch did. One line saying so."""
+    from teeny_ir.testing.fake_cuda import KernelNode
+
+    mark = len(driver.launches)
+    graph = session.graph(batch)
+    session.replay(batch)
+    session.synchronize()
+    replayed = driver.launches[mark:]
+    executable = driver.graph_execs[graph.executable]
+    nodes = [n.launch for n in executable.nodes if isinstance(n, KernelNode)]
+    fields = ("function", "grid", "block", "shared", "offsets", "data")
+    for what, launches in (("kernel nodes", nodes), ("replayed launches", replayed)):
+        if len(launches) != len(streamed) or any(
+            getattr(a, f) != getattr(b, f)
+            for a, b in zip(launches, streamed, strict=True)
+            for f in fields
+        ):
+            raise SystemExit(f"gpu_check: batch {batch}: the graph's {what} differ from the stream")
+    return (
+        f"  batch {batch}: {graph.kernels} kernel nodes and {graph.memsets} memset nodes; "
+        f"the replay ran {len(replayed)} launches, each with the stream launch's parameter bytes"
+    )
 
 
 def _launch_dims(plan: Plan, index: int, batch: int) -> tuple[str, dict[str, Any], dict[str, int]]:
@@ -632,6 +674,18 @@ def _events_ms(
     return statistics.median(times)
 
 
+def _wall_ms(forward: Callable[[], Any], warmup: int, runs: int) -> float:
+    """Median wall milliseconds of ``forward`` (which waits for the GPU itself)."""
+    for _ in range(warmup):
+        forward()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        forward()
+        times.append((time.perf_counter() - start) * 1e3)
+    return statistics.median(times)
+
+
 def _torch_ms(forward: Callable[[], Any], warmup: int, runs: int) -> float:
     import torch
 
@@ -689,6 +743,22 @@ def gpu_run(
             teeny_ms = _events_ms(
                 session.driver, session.stream, lambda b=batch: session.launch(b), warmup, runs
             )
+            start = time.perf_counter()
+            graph = session.graph(batch)
+            capture_ms = (time.perf_counter() - start) * 1e3
+            graph_ms = _events_ms(
+                session.driver, session.stream, lambda b=batch: session.replay(b), warmup, runs
+            )
+            session.replay(batch)  # the inputs of the first run are still in place
+            session.synchronize()
+            replayed = [session.read(name, batch) for name in plan.outputs]
+            same = all(np.array_equal(a, b) for a, b in zip(replayed, outputs, strict=True))
+            failed |= not same
+            walls = {}
+            for graphs in (False, True):
+                session.use_graphs = graphs
+                walls[graphs] = _wall_ms(lambda b=batch, t=tensors: session.run(t, b), warmup, runs)
+            session.use_graphs = False
             param_bytes = sum(4 * int(np.prod(p.shape)) for p in plan.params)
             input_bytes = sum(a.nbytes for k, a in tensors.items() if k not in params)
             arena = memory.arena_bytes(plan, batch)
@@ -696,6 +766,12 @@ def gpu_run(
             print(
                 f"  teeny_ir cuda: {teeny_ms:8.3f} ms/forward (first run with copies {first * 1e3:.1f} ms)"
             )
+            print(f"  teeny_ir graph: {graph_ms:8.3f} ms/forward (the stream launches take "
+                  f"{teeny_ms / graph_ms:.2f}x that; {graph.kernels} kernel nodes, captured and "
+                  f"instantiated in {capture_ms:.1f} ms); outputs "
+                  f"{'bit-identical to the stream' if same else 'DIFFER from the stream: FAIL'}")  # fmt: skip
+            print(f"  per call with copies (session.run): stream {walls[False]:.3f} ms, "
+                  f"graph {walls[True]:.3f} ms")  # fmt: skip
             print(f"  teeny_ir memory: arena {arena / 2**20:.1f} MiB, + params and inputs "
                   f"{(arena + param_bytes + input_bytes) / 2**20:.1f} MiB")  # fmt: skip
             if model is None:

@@ -21,13 +21,14 @@ import pytest
 
 import teeny_ir
 from teeny_ir import runtime
+from teeny_ir.backend import memory
 from teeny_ir.backend.plan import BATCH, Arg, Plan, load_plan
 from teeny_ir.core.expressions import eval_text
 from teeny_ir.kernels.contract import KernelArg
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends import cuda
 from teeny_ir.runtime.errors import BackendUnavailableError, RuntimeInputError
-from teeny_ir.testing.fake_cuda import FakeDriver
+from teeny_ir.testing.fake_cuda import FakeDriver, stand_in_cubins
 
 ROOT = Path(__file__).resolve().parent.parent
 LENET = ROOT / "examples" / "lenet"
@@ -116,9 +117,10 @@ def test_lenet_launches_on_the_fake_driver(
         )
     (memset,) = [args for name, args in driver.calls if name == "cuMemsetD32Async"]
     arena = memset[0]
-    assert memset[1:3] == (0x7FC00000, eval_text(plan.arena, env) // 4)
+    layout = memory.layout(plan, batch)  # the runtime's placement at this batch
+    assert memset[1:3] == (0x7FC00000, layout.arena // 4)
     for buffer in plan.buffers:
-        addresses[buffer.name] = arena + eval_text(buffer.offset, env)
+        addresses[buffer.name] = arena + layout.offsets[buffer.name]
     for view in plan.views:
         addresses[view.name] = addresses[view.base] + 4 * view.offset
 
@@ -170,7 +172,7 @@ def test_session_uploads_params_once_and_the_arena_once_per_batch(lenet_plan: Pa
     finally:
         session.close()
     allocs = [args[0] for name, args in driver.calls if name == "cuMemAlloc"]
-    arenas = [a for a in allocs if a in (eval_text(plan.arena, {BATCH: b}) for b in (2, 5))]
+    arenas = [a for a in allocs if a in (memory.layout(plan, b).arena for b in (2, 5))]
     assert len(arenas) == 2  # batch 2 once, batch 5 once
     htod = [args for name, args in driver.calls if name == "cuMemcpyHtoD"]
     assert len(htod) == len(plan.params) + 3 * len(plan.inputs)
@@ -471,26 +473,6 @@ def test_ieee_plan_runs_in_the_interpreter_like_the_default(tmp_path: Path) -> N
         np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
-def _with_fake_cubins(directory: Path) -> None:
-    """Give every kernel of a plan emitted without archs an sm_90 record per launch
-    configuration, its cubin a small stand-in file (the fake driver loads anything)."""
-    data = json.loads((directory / "plan.json").read_text())
-    configs: dict[str, set[tuple[int, int]]] = {}
-    for launch in data["launches"]:
-        configs.setdefault(launch["kernel"], set()).add((launch["num_warps"], launch["num_stages"]))
-    for kernel in data["kernels"]:
-        kernel["compiled"] = []
-        for warps, stages in sorted(configs[kernel["name"]]):
-            image = f"stand-in {kernel['name']} {warps} {stages}".encode()
-            cubin = f"kernels/{kernel['name']}.sm90.w{warps}s{stages}.cubin"
-            (directory / cubin).write_bytes(image)
-            kernel["compiled"].append(
-                {"arch": 90, "name": kernel["name"], "num_warps": warps, "num_stages": stages}
-                | {"shared": 0, "cubin": cubin, "cubin_sha256": hashlib.sha256(image).hexdigest()}
-            )
-    (directory / "plan.json").write_text(json.dumps(data))
-
-
 def test_status_outputs_are_set_to_minus_one_and_checked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -504,7 +486,7 @@ def test_status_outputs_are_set_to_minus_one_and_checked(
     add_cross_entropy_loss(module)
     pipeline = f"teeny-training{{optimizer=sgd lr=0.01}},emit-triton{{out-dir={tmp_path / 'p'}}}"
     teeny_ir.PassManager.parse(pipeline).run(module)
-    _with_fake_cubins(tmp_path / "p")
+    stand_in_cubins(tmp_path / "p")
     plan = load_plan(tmp_path / "p")
     statuses = [b for b in plan.buffers if b.dtype == "i64"]
     assert statuses

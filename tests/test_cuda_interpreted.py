@@ -11,8 +11,10 @@ One harness process per run (`teeny_ir.testing.cuda_fake_harness`, with
 ``TRITON_INTERPRET=1``): a LeNet training plan (three SGD-with-momentum steps at
 batches 2, 3 and 2, the state kept on the device: each step must see the parameters the one
 before updated, copied on the device; reading the state on the host before the
-third makes that step upload it again) and a C2f-like inference block whose
-split and concat are views of one buffer.
+third makes that step upload it again), a C2f-like inference block whose
+split and concat are views of one buffer, and that block run again and again in
+a session with CUDA graphs (one per batch size, replayed with each call's new
+inputs) and without, bit for bit the interpreter's results.
 """
 
 from __future__ import annotations
@@ -145,11 +147,8 @@ def test_lenet_training_steps_on_the_interpreting_fake_match_the_interpreter(
     assert first[2] == second[2] == third[2] == state
 
 
-@pytest.mark.parametrize("batch", [3])
-def test_views_of_a_split_and_concat_on_the_interpreting_fake(tmp_path: Path, batch: int) -> None:
-    plan = _emit(C2F, "teeny-inference{profile=gpu}", tmp_path / "plan")
-    executable = runtime.load(plan)
-    assert executable.plan.views, "the block should place its split and concat as views"
+def _c2f_weights(tmp_path: Path) -> dict[str, np.ndarray]:
+    """Random weights of the C2f block, also saved as ``w.safetensors``."""
     rng = np.random.default_rng(3)
     shapes = {
         "cv1.weight": (8, 6, 1, 1),
@@ -160,7 +159,16 @@ def test_views_of_a_split_and_concat_on_the_interpreting_fake(tmp_path: Path, ba
     }
     weights = {n: (0.3 * rng.standard_normal(s)).astype(np.float32) for n, s in shapes.items()}
     save_file(weights, str(tmp_path / "w.safetensors"))
-    x = rng.standard_normal((batch, 6, 5, 7)).astype(np.float32)
+    return weights
+
+
+@pytest.mark.parametrize("batch", [3])
+def test_views_of_a_split_and_concat_on_the_interpreting_fake(tmp_path: Path, batch: int) -> None:
+    plan = _emit(C2F, "teeny-inference{profile=gpu}", tmp_path / "plan")
+    executable = runtime.load(plan)
+    assert executable.plan.views, "the block should place its split and concat as views"
+    weights = _c2f_weights(tmp_path)
+    x = np.random.default_rng(4).standard_normal((batch, 6, 5, 7)).astype(np.float32)
     np.savez(tmp_path / "inputs.npz", in0=x)
     got = _harness(
         tmp_path,
@@ -175,3 +183,39 @@ def test_views_of_a_split_and_concat_on_the_interpreting_fake(tmp_path: Path, ba
     (want,) = executable.run([x], weights)
     assert np.array_equal(got["output_0"], want)
     assert np.isfinite(want).all()
+
+
+def test_cuda_graphs_replay_the_launches_bit_for_bit(tmp_path: Path) -> None:
+    """A session with graphs: one graph per batch size (batches 2, 3, 2, 3: two
+    captures, four replays), each call's new inputs copied into the buffers the
+    graph reads; every output the same bits as the stream launches' and the
+    interpreter backend's for that call's inputs."""
+    plan = _emit(C2F, "teeny-inference{profile=gpu}", tmp_path / "plan")
+    weights = _c2f_weights(tmp_path)
+    rng = np.random.default_rng(11)
+    batches = (2, 3, 2, 3)
+    inputs = [rng.standard_normal((b, 6, 5, 7)).astype(np.float32) for b in batches]
+    np.savez(tmp_path / "inputs.npz", **{f"step{c}_in0": x for c, x in enumerate(inputs)})
+    got = _harness(
+        tmp_path,
+        {
+            "plan": str(plan),
+            "weights": str(tmp_path / "w.safetensors"),
+            "inputs": str(tmp_path / "inputs.npz"),
+            "mode": "session",
+            "steps": len(batches),
+        },
+    )
+    launches = len(runtime.load(plan).plan.launches)
+    calls = len(batches)
+    # begin capture, instantiate, graph launch, cuLaunchKernel, exec destroy, ran
+    assert list(got["graphs_calls"]) == [2, 2, calls, 2 * launches, 2, calls * launches]
+    assert list(got["stream_calls"]) == [0, 0, 0, calls * launches, 0, calls * launches]
+    with runtime.load(plan).session(weights) as session:  # the interpreter's worker
+        for call, x in enumerate(inputs):
+            (want,) = session.run([x])
+            assert np.isfinite(want).all() and want.shape[0] == batches[call]
+            assert np.array_equal(got[f"graphs_call{call}_output_0"], want), call
+            assert np.array_equal(got[f"stream_call{call}_output_0"], want), call
+    # the same batch size with other inputs: other results (the inputs were swapped)
+    assert not np.array_equal(got["graphs_call0_output_0"], got["graphs_call2_output_0"])

@@ -1,16 +1,25 @@
 """The memory plan (`teeny_ir.backend.memory`): liveness, greedy placement in one
-arena, its expressions of ``B``, the loader's proof, ``memory(batch)``, and runs
-through the interpreter that match one-buffer-each plans bit for bit."""
+arena, its expressions of ``B``, the loader's proof, a run's joint layout at its
+batch and its proof, ``memory(batch)``, and runs through the interpreter that
+match one-buffer-each plans bit for bit."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import itertools
 import json
+import os
 import random
+import subprocess
+import sys
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from safetensors.numpy import load_file
 
 import teeny_ir
@@ -24,6 +33,7 @@ from teeny_ir.backend.plan import (
     Plan,
     PlanError,
     TensorSpec,
+    check_layout,
     load_plan,
 )
 from teeny_ir.driver import opt
@@ -178,6 +188,114 @@ def test_b_affine_offsets_hold_for_b_1_to_5_by_brute_force(strategy: str) -> Non
             )
 
 
+# --- a run's layout at its batch ---------------------------------------------
+
+
+@st.composite
+def _plans(draw: st.DrawFn) -> Plan:
+    """A plan of B x static and static buffers (f32, i64) over random launches:
+    random sizes and, through the launches that touch them, random lifetimes."""
+    count = draw(st.integers(1, 16))
+    buffers = tuple(
+        TensorSpec(
+            f"t{i}",
+            ("B", draw(st.integers(1, 700)))
+            if draw(st.booleans())
+            else (draw(st.integers(1, 900)),),
+            draw(st.sampled_from(("f32", "i64"))),
+        )
+        for i in range(count)
+    )
+    touches = st.lists(st.integers(0, count - 1), min_size=1, max_size=4)
+    launches = tuple(
+        LaunchSpec("k", ("1", "1", "1"), 1, 1, tuple(Arg(tensor=f"t{i}") for i in draw(touches)))
+        for _ in range(draw(st.integers(1, 12)))
+    )
+    outputs = tuple(
+        f"t{i}" for i in sorted(set(draw(st.lists(st.integers(0, count - 1), max_size=3))))
+    )
+    kernel = KernelSpec("k", "none", "k.py", {}, "0" * 64)
+    return Plan("forward", (), (), (), buffers, (kernel,), launches, outputs or ("t0",))
+
+
+def _live_spans_are_disjoint(plan: Plan, layout: memory.Layout) -> None:
+    """Brute force, per launch: the buffers live across it have disjoint bytes."""
+    live = memory.intervals(plan)
+    spans = {
+        spec.name: (
+            layout.offsets[spec.name],
+            layout.offsets[spec.name] + memory.buffer_bytes(spec).at(layout.batch),
+        )
+        for spec in plan.buffers
+    }
+    for launch in range(len(plan.launches)):
+        here = sorted(spans[n] for n, (first, last) in live.items() if first <= launch <= last)
+        for (_, end), (start, _) in itertools.pairwise(here):
+            assert end <= start, (launch, here)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_plans(), st.sampled_from(memory.CHOICES), st.integers(1, 64))
+def test_a_runs_layout_never_overlaps_and_never_exceeds_the_plans_arena(
+    plan: Plan, strategy: str, batch: int
+) -> None:
+    placed = memory.with_memory(plan, strategy)
+    layout = memory.layout(placed, batch)
+    assert layout.batch == batch and list(layout.offsets) == [b.name for b in plan.buffers]
+    assert all(offset % ALIGNMENT == 0 and offset >= 0 for offset in layout.offsets.values())
+    for spec in plan.buffers:
+        assert layout.offsets[spec.name] + memory.buffer_bytes(spec).at(batch) <= layout.arena
+    _live_spans_are_disjoint(placed, layout)
+    own = memory.arena_bytes(placed, batch)
+    assert memory.lower_bound_bytes(placed, batch) <= layout.arena <= own
+    assert layout.joint == (layout.arena < own)
+    if placed.memory == "naive":  # no reuse asked for: the plan's own offsets
+        assert not layout.joint
+    check_layout(placed, layout)
+
+
+def test_the_joint_layout_takes_the_gaps_of_the_other_region() -> None:
+    # "act" (per image) is dead once "grad" (static) is written: jointly, "grad"
+    # reuses act's bytes; the B-affine placement puts it after the per-image region.
+    buffers = (TensorSpec("act", ("B", 256)), TensorSpec("grad", (256,)))
+    launches = (
+        LaunchSpec("k", ("1", "1", "1"), 1, 1, (Arg(tensor="act"),)),
+        LaunchSpec("k", ("1", "1", "1"), 1, 1, (Arg(tensor="grad"),)),
+    )
+    kernel = KernelSpec("k", "none", "k.py", {}, "0" * 64)
+    plan = memory.with_memory(
+        Plan("forward", (), (), (), buffers, (kernel,), launches, ("grad",)), "best"
+    )
+    assert plan.arena == "B * 1024 + 1024"
+    for batch in (1, 4):
+        layout = memory.layout(plan, batch)
+        assert layout.joint and layout.offsets == {"act": 0, "grad": 0}
+        assert layout.arena == 1024 * batch == memory.lower_bound_bytes(plan, batch)
+
+
+def test_check_layout_refuses_bad_layouts(lenet_training: Path) -> None:
+    plan = load_plan(lenet_training)
+    layout = memory.layout(plan, 2)
+    check_layout(plan, layout)
+    live = memory.intervals(plan)
+    one, other, index = next(iter(memory.overlapping_pairs(live)))
+
+    def edited(**offsets: int) -> memory.Layout:
+        return dataclasses.replace(layout, offsets=MappingProxyType({**layout.offsets, **offsets}))
+
+    with pytest.raises(PlanError) as info:
+        check_layout(plan, edited(**{other: layout.offsets[one]}))
+    message = str(info.value)
+    assert f"'{one}'" in message and f"'{other}'" in message and "at B=2" in message
+    assert f"live at launch {index} ('" in message
+    with pytest.raises(PlanError, match="not a multiple of 256"):
+        check_layout(plan, edited(**{one: layout.offsets[one] + 4}))
+    with pytest.raises(PlanError, match="inside the arena"):
+        check_layout(plan, dataclasses.replace(layout, arena=layout.arena - ALIGNMENT))
+    with pytest.raises(PlanError, match="places"):
+        check_layout(plan, dataclasses.replace(layout, offsets=MappingProxyType({})))
+
+
 # --- emitted plans -------------------------------------------------------------
 
 
@@ -194,6 +312,14 @@ def _lenet(out: Path, pipeline: str, *, training: bool = False) -> Path:
     )
     assert code == 0, stderr.getvalue()
     return out
+
+
+TRAINING = "teeny-training{optimizer=sgd lr=0.01 momentum=0.9 weight-decay=0.1 profile=interpreter}"
+
+
+@pytest.fixture(scope="module")
+def lenet_training(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _lenet(tmp_path_factory.mktemp("memory") / "training", TRAINING, training=True)
 
 
 @pytest.fixture(scope="module")
@@ -222,14 +348,86 @@ def test_lenet_memory_figures(lenet_plans: dict[str, Path]) -> None:
     peak = (6 * 28 * 28 + 6 * 14 * 14) * 4  # conv1's output and the pool reading it
     for batch in (1, 16):
         figures = planned.memory(batch)
-        assert set(figures) == {"arena_bytes", "lower_bound_bytes", "naive_bytes"}
+        assert set(figures) == {
+            "arena_bytes",
+            "plan_arena_bytes",
+            "lower_bound_bytes",
+            "naive_bytes",
+        }
         assert figures["naive_bytes"] == every * batch
         assert figures["lower_bound_bytes"] == peak * batch
         assert peak * batch <= figures["arena_bytes"] <= 1.05 * peak * batch
+        assert figures["arena_bytes"] <= figures["plan_arena_bytes"]
+        assert figures["plan_arena_bytes"] == memory.arena_bytes(planned.plan, batch)
         assert naive.memory(batch)["arena_bytes"] >= every * batch
     assert planned.plan.memory == "search" and naive.plan.memory == "naive"  # best: the search
     with pytest.raises(runtime.RuntimeInputError):
         planned.memory(0)
+
+
+@pytest.mark.parametrize("batch", [1, 16])
+def test_lenet_training_runs_at_the_live_bytes_bound(lenet_training: Path, batch: int) -> None:
+    executable = runtime.load(lenet_training)
+    figures = executable.memory(batch)
+    # the B-affine placement cannot put the static gradients and momenta in the
+    # per-image region's gaps; the run's layout at this batch can
+    assert figures["plan_arena_bytes"] > 1.05 * figures["lower_bound_bytes"]
+    assert figures["lower_bound_bytes"] <= figures["arena_bytes"]
+    assert figures["arena_bytes"] <= 1.05 * figures["lower_bound_bytes"]
+    assert memory.layout(executable.plan, batch).joint
+
+
+def test_the_lower_bound_of_a_training_plan_is_the_live_bytes_peak(lenet_training: Path) -> None:
+    """Recomputed from the launches alone: a buffer is live from the first launch
+    that names it (or a view of it) to the last, an output to the end."""
+    plan = load_plan(lenet_training)
+    bases = {view.name: view.base for view in plan.views}
+    named: dict[str, list[int]] = {}
+    for index, launch in enumerate(plan.launches):
+        for arg in launch.args:
+            if arg.tensor is not None:
+                named.setdefault(bases.get(arg.tensor, arg.tensor), []).append(index)
+    kept = {bases.get(name, name) for name in plan.outputs} | {
+        spec.name
+        for spec in plan.buffers
+        if spec.dtype == "i64"  # status outputs
+    }
+    end = len(plan.launches) - 1
+    for batch in (1, 16):
+        live_bytes = [0] * len(plan.launches)
+        for spec in plan.buffers:
+            uses = named[spec.name]
+            for index in range(min(uses), end + 1 if spec.name in kept else max(uses) + 1):
+                live_bytes[index] += memory.buffer_bytes(spec).at(batch)
+        assert memory.lower_bound_bytes(plan, batch) == max(live_bytes)
+        # the gradients and momenta are live from their first write to the end
+        grads = [n for n, (role, _) in zip(plan.outputs, plan.roles, strict=True) if role]
+        assert grads and all(memory.intervals(plan)[bases.get(g, g)][1] == end for g in grads)
+
+
+def test_plans_and_layouts_are_the_same_in_every_run(lenet_training: Path, tmp_path: Path) -> None:
+    again = _lenet(tmp_path / "again", TRAINING, training=True)
+    assert (again / "plan.json").read_bytes() == (lenet_training / "plan.json").read_bytes()
+    # the layout in other processes (another hash seed): the interpreter worker
+    # and the cuda session compute the layout `memory(batch)` reports
+    script = (
+        "import json, sys; from teeny_ir.backend import memory; "
+        "from teeny_ir.backend.plan import load_plan; "
+        "plan = load_plan(sys.argv[1]); "
+        "print(json.dumps([[memory.layout(plan, b).arena, dict(memory.layout(plan, b).offsets)] "
+        "for b in (1, 16)]))"
+    )
+    plan = load_plan(lenet_training)
+    here = [[memory.layout(plan, b).arena, dict(memory.layout(plan, b).offsets)] for b in (1, 16)]
+    for seed in ("1", "2"):
+        result = subprocess.run(
+            [sys.executable, "-c", script, str(again)],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=os.environ | {"PYTHONHASHSEED": seed},
+        )
+        assert json.loads(result.stdout) == here
 
 
 def _tamper(source: Path, target: Path, edit: object) -> Path:
@@ -291,7 +489,10 @@ def test_worker_reuses_one_arena_per_batch(lenet_plans: dict[str, Path]) -> None
     again = loaded.buffers(2)
     assert all(first[n].data_ptr() == again[n].data_ptr() for n in first)
     assert loaded.arena is not None
-    assert loaded.arena[1].numel() == memory.arena_bytes(loaded.plan, 2)
+    layout = memory.layout(loaded.plan, 2)
+    assert loaded.arena[1].numel() == layout.arena
+    base = loaded.arena[1].data_ptr()
+    assert all(first[n].data_ptr() == base + layout.offsets[n] for n in first)
     assert first["t0"].data_ptr() == first["t2"].data_ptr()  # reused bytes
     other = loaded.buffers(3)
     assert other["t0"].shape[0] == 3 and loaded.arena is not None and loaded.arena[0] == 3
@@ -321,6 +522,7 @@ def test_lenet_trainer_steps_match_naive_bit_for_bit(tmp_path: Path) -> None:
         runtime.load(planned).memory(2)["arena_bytes"]
         < runtime.load(naive).memory(2)["arena_bytes"]
     )
+    assert memory.layout(load_plan(planned), 2).joint  # the run below uses the joint layout
     weights = load_file(ROOT / "examples" / "lenet" / "lenet.safetensors")
     rng = np.random.default_rng(5)
     batches = [

@@ -23,7 +23,23 @@
  * copies are memcpy; memsets run at once; a launch computes nothing and logs
  * the function, grid, block, shared bytes, stream and each kernelParams entry.
  * Every call that changes or reads fake state validates its handles and ranges
- * and returns an error code instead of touching memory it does not own. A name
+ * and returns an error code instead of touching memory it does not own.
+ *
+ * CUDA graphs by stream capture: between cuStreamBeginCapture and
+ * cuStreamEndCapture a launch or memset on the capturing stream becomes a node
+ * of the stream's graph (a launch's kernelParams entries copied at the call, as
+ * the driver does) and is logged with "captured": the graph's id, not run. A
+ * call the driver refuses during a capture invalidates it and returns its
+ * error: the synchronous copies (CUDA_ERROR_STREAM_CAPTURE_IMPLICIT: they
+ * would wait for the capturing stream), cuStreamSynchronize of that stream, and
+ * outside the relaxed mode cuMemAlloc, cuMemFree and cuModuleLoadData
+ * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED); cuStreamEndCapture then returns
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph. cuGraphInstantiate
+ * (cuGraphInstantiateWithFlags) copies the nodes into an executable graph,
+ * cuGraphLaunch replays them in order, logging each kernel node as a
+ * "graph kernel node" record in the launch's format and doing each memset.
+ *
+ * A name
  * cuGetProcAddress does not know gets a stub that logs the name and returns
  * CUDA_ERROR_NOT_SUPPORTED: nothing unimplemented can crash.
  *
@@ -56,6 +72,8 @@ typedef void *CUcontext;
 typedef void *CUmodule;
 typedef void *CUfunction;
 typedef void *CUstream;
+typedef void *CUgraph;
+typedef void *CUgraphExec;
 
 enum {
     CUDA_SUCCESS = 0,
@@ -66,9 +84,17 @@ enum {
     CUDA_ERROR_INVALID_IMAGE = 200,
     CUDA_ERROR_INVALID_CONTEXT = 201,
     CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
     CUDA_ERROR_NOT_FOUND = 500,
     CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
 };
+
+#define CAPTURE_MODE_RELAXED 2 /* CU_STREAM_CAPTURE_MODE_RELAXED; 0 global, 1 thread-local */
+#define MAX_PARAMS 64
+#define MAX_PARAM_BYTES 64
 
 #define FAKE_DRIVER_VERSION 13040 /* what cuda-bindings 13.4 was built for */
 #define ATTR_MAX_THREADS_PER_BLOCK 1
@@ -151,6 +177,8 @@ static int in_allocation(CUdeviceptr address, size_t n) {
 #define MAGIC_MODULE 0x4d4f44554c45ULL
 #define MAGIC_FUNCTION 0x46554e4354ULL
 #define MAGIC_STREAM 0x53545245414dULL
+#define MAGIC_GRAPH 0x4752415048ULL
+#define MAGIC_GRAPH_EXEC 0x4752415845ULL
 
 typedef struct Module {
     unsigned long long magic;
@@ -169,16 +197,51 @@ typedef struct Function {
     struct Function *next;
 } Function;
 
+/* A graph node: a kernel launch (its kernelParams entries copied) or a memset. */
+typedef struct {
+    int is_kernel;
+    void *function; /* a Function *, checked again when replayed */
+    unsigned grid[3], block[3], shared;
+    int arity, param_bytes;
+    long long offsets[MAX_PARAMS];
+    unsigned char params[MAX_PARAMS][MAX_PARAM_BYTES];
+    CUdeviceptr dst;
+    unsigned value;
+    size_t count;
+    int element; /* memset: 1 (D8) or 4 (D32) bytes */
+} Node;
+
+typedef struct Graph {
+    unsigned long long magic;
+    int id;
+    Node *nodes;
+    size_t count, capacity;
+    struct Graph *next;
+} Graph;
+
+typedef struct GraphExec {
+    unsigned long long magic;
+    int id, graph;
+    Node *nodes;
+    size_t count;
+    struct GraphExec *next;
+} GraphExec;
+
 typedef struct Stream {
     unsigned long long magic;
     int id;
+    Graph *capture;      /* the graph a capture under way records into, or NULL */
+    int capture_mode;
+    CUresult invalidated; /* the error that invalidated that capture, or 0 */
     struct Stream *next;
 } Stream;
 
 static Module *modules;
 static Function *functions;
 static Stream *streams;
-static int next_module_id = 1, next_stream_id = 1;
+static Graph *graphs;
+static GraphExec *graph_execs;
+static int next_module_id = 1, next_stream_id = 1, next_graph_id = 1;
 static int context_retains;
 static char context_object[64];
 
@@ -217,6 +280,49 @@ static int stream_id(void *handle) {
     return handle == NULL ? 0 : ((Stream *)handle)->id;
 }
 
+/* The capture a call is refused by (the driver's rules, see the header): the
+ * error to return after invalidating it, or 0. sync_stream: the stream a
+ * cuStreamSynchronize waits for (else NULL). */
+static CUresult capture_refuses(int synchronous, int unsafe, void *sync_stream) {
+    for (Stream *s = streams; s != NULL; s = s->next) {
+        if (s->capture == NULL) {
+            continue;
+        }
+        CUresult code = 0;
+        if (synchronous) {
+            code = CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+        } else if ((unsafe && s->capture_mode != CAPTURE_MODE_RELAXED) || (void *)s == sync_stream) {
+            code = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+        }
+        if (code != 0) {
+            if (s->invalidated == 0) {
+                s->invalidated = code;
+            }
+            return code;
+        }
+    }
+    return 0;
+}
+
+/* Append a node to the graph a stream captures into; 0 or an error code. */
+static CUresult capture_node(Stream *s, const Node *node) {
+    if (s->invalidated != 0) {
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    Graph *g = s->capture;
+    if (g->count == g->capacity) {
+        size_t capacity = g->capacity ? 2 * g->capacity : 16;
+        Node *grown = realloc(g->nodes, capacity * sizeof(Node));
+        if (grown == NULL) {
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
+        g->nodes = grown;
+        g->capacity = capacity;
+    }
+    g->nodes[g->count++] = *node;
+    return CUDA_SUCCESS;
+}
+
 /* --- the entry points ---------------------------------------------------------- */
 
 #define CHECK_INIT()                                                                               \
@@ -246,8 +352,12 @@ EXPORT CUresult cuGetErrorName(CUresult error, const char **pstr) {
         {CUDA_ERROR_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE"},
         {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
         {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE"},
+        {CUDA_ERROR_ILLEGAL_STATE, "CUDA_ERROR_ILLEGAL_STATE"},
         {CUDA_ERROR_NOT_FOUND, "CUDA_ERROR_NOT_FOUND"},
         {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED"},
+        {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},
+        {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"},
+        {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"},
     };
     if (pstr == NULL) {
         return CUDA_ERROR_INVALID_VALUE;
@@ -411,6 +521,9 @@ EXPORT CUresult cuStreamDestroy_v2(CUstream stream) {
     for (Stream **p = &streams; *p != NULL; p = &(*p)->next) {
         if ((void *)*p == stream) {
             Stream *s = *p;
+            if (s->capture != NULL) {
+                return fail("cuStreamDestroy", CUDA_ERROR_ILLEGAL_STATE, "stream is capturing");
+            }
             log_call("cuStreamDestroy", ", \"stream\": %d", s->id);
             *p = s->next;
             free(s);
@@ -426,6 +539,10 @@ EXPORT CUresult cuStreamSynchronize(CUstream stream) {
     CHECK_INIT();
     if (!valid_stream(stream)) {
         return fail("cuStreamSynchronize", CUDA_ERROR_INVALID_HANDLE, "unknown stream");
+    }
+    CUresult refused = capture_refuses(0, 0, stream);
+    if (refused != 0) {
+        return fail("cuStreamSynchronize", refused, "synchronize of a capturing stream");
     }
     log_call("cuStreamSynchronize", ", \"stream\": %d", stream_id(stream));
     pthread_mutex_unlock(&lock);
@@ -483,6 +600,9 @@ EXPORT CUresult cuModuleLoadData(CUmodule *module, const void *image) {
     }
     if (context_retains == 0) {
         return fail("cuModuleLoadData", CUDA_ERROR_INVALID_CONTEXT, "no current context");
+    }
+    if (capture_refuses(0, 1, NULL) != 0) {
+        return fail("cuModuleLoadData", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "during a capture");
     }
     size_t size = elf_size(image);
     if (size == 0) {
@@ -600,6 +720,9 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *address, size_t nbytes) {
     if (context_retains == 0) {
         return fail("cuMemAlloc", CUDA_ERROR_INVALID_CONTEXT, "no current context");
     }
+    if (capture_refuses(0, 1, NULL) != 0) {
+        return fail("cuMemAlloc", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "during a capture");
+    }
     if (allocation_count == allocation_capacity) {
         size_t capacity = allocation_capacity ? 2 * allocation_capacity : 64;
         Allocation *grown = realloc(allocations, capacity * sizeof(Allocation));
@@ -628,6 +751,9 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr address) {
     if (index < 0) {
         return fail("cuMemFree", CUDA_ERROR_INVALID_VALUE, "not the base of an allocation");
     }
+    if (capture_refuses(0, 1, NULL) != 0) {
+        return fail("cuMemFree", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "during a capture");
+    }
     log_call("cuMemFree", ", \"address\": %llu", address);
     free(allocations[index].base);
     allocations[index] = allocations[--allocation_count];
@@ -643,6 +769,9 @@ EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t nbytes)
     if (src == NULL || !in_allocation(dst, nbytes)) {
         return fail("cuMemcpyHtoD", CUDA_ERROR_INVALID_VALUE, "range outside an allocation");
     }
+    if (capture_refuses(1, 0, NULL) != 0) {
+        return fail("cuMemcpyHtoD", CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "during a capture");
+    }
     memcpy((void *)(uintptr_t)dst, src, nbytes);
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
@@ -655,6 +784,9 @@ EXPORT CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t nbytes) {
              (unsigned long long)(uintptr_t)dst, src, nbytes);
     if (dst == NULL || !in_allocation(src, nbytes)) {
         return fail("cuMemcpyDtoH", CUDA_ERROR_INVALID_VALUE, "range outside an allocation");
+    }
+    if (capture_refuses(1, 0, NULL) != 0) {
+        return fail("cuMemcpyDtoH", CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "during a capture");
     }
     memcpy(dst, (const void *)(uintptr_t)src, nbytes);
     pthread_mutex_unlock(&lock);
@@ -689,6 +821,17 @@ EXPORT CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t cou
     if (dst % 4 != 0 || count > SIZE_MAX / 4 || !in_allocation(dst, count * 4)) {
         return fail("cuMemsetD32Async", CUDA_ERROR_INVALID_VALUE, "misaligned or out of range");
     }
+    if (stream != NULL && ((Stream *)stream)->capture != NULL) {
+        Node node = {.dst = dst, .value = value, .count = count, .element = 4};
+        CUresult code = capture_node(stream, &node);
+        if (code != CUDA_SUCCESS) {
+            return fail("cuMemsetD32Async", code, "capture");
+        }
+        log_call("captured", ", \"what\": \"cuMemsetD32Async\", \"graph\": %d, \"node\": %zu",
+                 ((Stream *)stream)->capture->id, ((Stream *)stream)->capture->count - 1);
+        pthread_mutex_unlock(&lock);
+        return CUDA_SUCCESS;
+    }
     uint32_t *words = (uint32_t *)(uintptr_t)dst;
     for (size_t i = 0; i < count; i++) {
         words[i] = value;
@@ -707,6 +850,17 @@ EXPORT CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t cou
     }
     if (!in_allocation(dst, count)) {
         return fail("cuMemsetD8Async", CUDA_ERROR_INVALID_VALUE, "out of range");
+    }
+    if (stream != NULL && ((Stream *)stream)->capture != NULL) {
+        Node node = {.dst = dst, .value = value, .count = count, .element = 1};
+        CUresult code = capture_node(stream, &node);
+        if (code != CUDA_SUCCESS) {
+            return fail("cuMemsetD8Async", code, "capture");
+        }
+        log_call("captured", ", \"what\": \"cuMemsetD8Async\", \"graph\": %d, \"node\": %zu",
+                 ((Stream *)stream)->capture->id, ((Stream *)stream)->capture->count - 1);
+        pthread_mutex_unlock(&lock);
+        return CUDA_SUCCESS;
     }
     memset((void *)(uintptr_t)dst, value, count);
     pthread_mutex_unlock(&lock);
@@ -730,6 +884,36 @@ static int kernel_arity(const char *name) {
     }
     fclose(file);
     return found;
+}
+
+/* One launch as a JSON line: the function, grid, block, shared bytes, stream
+ * and each kernelParams entry's offset and bytes: a stream launch, one
+ * captured (captured: the graph's id, else 0) or a kernel node of a replayed
+ * graph. */
+static void log_kernel(const char *call, const Node *n, int stream, unsigned long long extra,
+                       unsigned long long params, int captured) {
+    log_open();
+    if (log_file == NULL) {
+        return;
+    }
+    const Function *f = n->function;
+    fprintf(log_file,
+            "{\"call\": \"%s\", \"function\": \"%s\", \"module\": %d, "
+            "\"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"shared\": %u, "
+            "\"stream\": %d, \"extra\": %llu, \"kernelParams\": %llu, ",
+            call, f->name, f->module->id, n->grid[0], n->grid[1], n->grid[2], n->block[0],
+            n->block[1], n->block[2], n->shared, stream, extra, params);
+    if (captured > 0) {
+        fprintf(log_file, "\"captured\": %d, ", captured);
+    }
+    fputs("\"params\": [", log_file);
+    for (int i = 0; i < n->arity; i++) {
+        fprintf(log_file, "%s{\"offset\": %lld, \"hex\": \"", i ? ", " : "", n->offsets[i]);
+        log_hex(n->params[i], (size_t)n->param_bytes);
+        fputs("\"}", log_file);
+    }
+    fputs("]}\n", log_file);
+    fflush(log_file);
 }
 
 EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int gx, unsigned int gy, unsigned int gz,
@@ -759,26 +943,244 @@ EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int gx, unsigned in
     }
     const char *bytes_text = getenv("FAKE_CUDA_PARAM_BYTES");
     int nbytes = bytes_text != NULL ? atoi(bytes_text) : 8;
-    if (nbytes < 0 || nbytes > 64) {
+    if (nbytes < 0 || nbytes > MAX_PARAM_BYTES) {
         nbytes = 8;
     }
-    log_open();
-    if (log_file != NULL) {
-        fprintf(log_file,
-                "{\"call\": \"cuLaunchKernel\", \"function\": \"%s\", \"module\": %d, "
-                "\"grid\": [%u, %u, %u], \"block\": [%u, %u, %u], \"shared\": %u, "
-                "\"stream\": %d, \"extra\": %llu, \"kernelParams\": %llu, \"params\": [",
-                f->name, f->module->id, gx, gy, gz, bx, by, bz, shared, stream_id(stream),
-                (unsigned long long)(uintptr_t)extra, (unsigned long long)(uintptr_t)params);
-        for (int i = 0; i < arity; i++) {
-            long long offset = (long long)((uintptr_t)params[i] - (uintptr_t)params[0]);
-            fprintf(log_file, "%s{\"offset\": %lld, \"hex\": \"", i ? ", " : "", offset);
-            log_hex(params[i], (size_t)nbytes);
-            fputs("\"}", log_file);
-        }
-        fputs("]}\n", log_file);
-        fflush(log_file);
+    if (arity > MAX_PARAMS) {
+        return fail("cuLaunchKernel", CUDA_ERROR_INVALID_VALUE, "more parameters than the fake keeps");
     }
+    /* what the driver reads through kernelParams at the call (a node keeps it) */
+    Node *node = calloc(1, sizeof(Node));
+    if (node == NULL) {
+        return fail("cuLaunchKernel", CUDA_ERROR_OUT_OF_MEMORY, "calloc");
+    }
+    node->is_kernel = 1;
+    node->function = f;
+    node->grid[0] = gx, node->grid[1] = gy, node->grid[2] = gz;
+    node->block[0] = bx, node->block[1] = by, node->block[2] = bz;
+    node->shared = shared;
+    node->arity = arity;
+    node->param_bytes = nbytes;
+    for (int i = 0; i < arity; i++) {
+        node->offsets[i] = (long long)((uintptr_t)params[i] - (uintptr_t)params[0]);
+        memcpy(node->params[i], params[i], (size_t)nbytes);
+    }
+    Stream *s = stream;
+    if (s != NULL && s->capture != NULL) {
+        CUresult code = capture_node(s, node);
+        if (code != CUDA_SUCCESS) {
+            free(node);
+            return fail("cuLaunchKernel", code, "capture");
+        }
+    }
+    log_kernel("cuLaunchKernel", node, stream_id(stream), (unsigned long long)(uintptr_t)extra,
+               (unsigned long long)(uintptr_t)params, s != NULL && s->capture ? s->capture->id : 0);
+    free(node);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+/* --- graphs --------------------------------------------------------------------- */
+
+static Graph *live_graph(void *handle) {
+    for (Graph *g = graphs; g != NULL; g = g->next) {
+        if ((void *)g == handle) {
+            return g;
+        }
+    }
+    return NULL;
+}
+
+static GraphExec *live_graph_exec(void *handle) {
+    for (GraphExec *e = graph_execs; e != NULL; e = e->next) {
+        if ((void *)e == handle) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
+static void unlink_graph(Graph *g) {
+    for (Graph **p = &graphs; *p != NULL; p = &(*p)->next) {
+        if (*p == g) {
+            *p = g->next;
+            break;
+        }
+    }
+    free(g->nodes);
+    free(g);
+}
+
+EXPORT CUresult cuStreamBeginCapture_v2(CUstream stream, int mode) {
+    pthread_mutex_lock(&lock);
+    CHECK_INIT();
+    log_call("cuStreamBeginCapture", ", \"stream\": %d, \"mode\": %d",
+             valid_stream(stream) ? stream_id(stream) : -1, mode);
+    if (stream == NULL) {
+        return fail("cuStreamBeginCapture", CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                    "the legacy stream cannot be captured");
+    }
+    if (!valid_stream(stream)) {
+        return fail("cuStreamBeginCapture", CUDA_ERROR_INVALID_HANDLE, "unknown stream");
+    }
+    if (mode < 0 || mode > CAPTURE_MODE_RELAXED) {
+        return fail("cuStreamBeginCapture", CUDA_ERROR_INVALID_VALUE, "unknown capture mode");
+    }
+    Stream *s = stream;
+    if (s->capture != NULL) {
+        return fail("cuStreamBeginCapture", CUDA_ERROR_ILLEGAL_STATE, "already capturing");
+    }
+    Graph *g = calloc(1, sizeof(Graph));
+    if (g == NULL) {
+        return fail("cuStreamBeginCapture", CUDA_ERROR_OUT_OF_MEMORY, "calloc");
+    }
+    g->magic = MAGIC_GRAPH;
+    g->id = next_graph_id++;
+    g->next = graphs;
+    graphs = g;
+    s->capture = g;
+    s->capture_mode = mode;
+    s->invalidated = 0;
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuStreamEndCapture(CUstream stream, CUgraph *graph) {
+    pthread_mutex_lock(&lock);
+    CHECK_INIT();
+    if (graph == NULL || stream == NULL || !valid_stream(stream)) {
+        return fail("cuStreamEndCapture", CUDA_ERROR_INVALID_VALUE, "NULL graph or bad stream");
+    }
+    Stream *s = stream;
+    Graph *g = s->capture;
+    if (g == NULL) {
+        return fail("cuStreamEndCapture", CUDA_ERROR_ILLEGAL_STATE, "not capturing");
+    }
+    s->capture = NULL;
+    *graph = NULL;
+    if (s->invalidated != 0) {
+        unlink_graph(g);
+        return fail("cuStreamEndCapture", CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "invalidated");
+    }
+    *graph = g;
+    log_call("cuStreamEndCapture", ", \"stream\": %d, \"graph\": %d, \"nodes\": %zu", s->id, g->id,
+             g->count);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec *exec, CUgraph graph,
+                                            unsigned long long flags) {
+    pthread_mutex_lock(&lock);
+    CHECK_INIT();
+    Graph *g = live_graph(graph);
+    if (exec == NULL || g == NULL) {
+        return fail("cuGraphInstantiate", CUDA_ERROR_INVALID_VALUE, "NULL exec or unknown graph");
+    }
+    for (Stream *s = streams; s != NULL; s = s->next) {
+        if (s->capture == g) {
+            return fail("cuGraphInstantiate", CUDA_ERROR_ILLEGAL_STATE, "graph still capturing");
+        }
+    }
+    GraphExec *e = calloc(1, sizeof(GraphExec));
+    Node *nodes = g->count ? malloc(g->count * sizeof(Node)) : NULL;
+    if (e == NULL || (g->count && nodes == NULL)) {
+        free(e);
+        free(nodes);
+        return fail("cuGraphInstantiate", CUDA_ERROR_OUT_OF_MEMORY, "malloc");
+    }
+    if (g->count) {
+        memcpy(nodes, g->nodes, g->count * sizeof(Node));
+    }
+    e->magic = MAGIC_GRAPH_EXEC;
+    e->id = next_graph_id++;
+    e->graph = g->id;
+    e->nodes = nodes;
+    e->count = g->count;
+    e->next = graph_execs;
+    graph_execs = e;
+    *exec = e;
+    log_call("cuGraphInstantiate", ", \"graph\": %d, \"exec\": %d, \"flags\": %llu, \"nodes\": %zu",
+             g->id, e->id, flags, e->count);
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphLaunch(CUgraphExec exec, CUstream stream) {
+    pthread_mutex_lock(&lock);
+    CHECK_INIT();
+    GraphExec *e = live_graph_exec(exec);
+    if (e == NULL) {
+        return fail("cuGraphLaunch", CUDA_ERROR_INVALID_VALUE, "unknown executable graph");
+    }
+    if (!valid_stream(stream)) {
+        return fail("cuGraphLaunch", CUDA_ERROR_INVALID_HANDLE, "unknown stream");
+    }
+    if (stream != NULL && ((Stream *)stream)->capture != NULL) {
+        return fail("cuGraphLaunch", CUDA_ERROR_NOT_SUPPORTED, "child graphs are not faked");
+    }
+    /* validate every node first: a launch that cannot run runs nothing */
+    for (size_t i = 0; i < e->count; i++) {
+        Node *n = &e->nodes[i];
+        if (n->is_kernel ? live_function(n->function) == NULL
+                         : !in_allocation(n->dst, n->count * (size_t)n->element)) {
+            return fail("cuGraphLaunch", CUDA_ERROR_INVALID_VALUE, "a node's function or memory is gone");
+        }
+    }
+    log_call("cuGraphLaunch", ", \"exec\": %d, \"stream\": %d, \"nodes\": %zu", e->id,
+             stream_id(stream), e->count);
+    for (size_t i = 0; i < e->count; i++) {
+        Node *n = &e->nodes[i];
+        if (n->is_kernel) {
+            log_kernel("graph kernel node", n, stream_id(stream), 0, 0, 0);
+        } else if (n->element == 4) {
+            uint32_t *words = (uint32_t *)(uintptr_t)n->dst;
+            for (size_t k = 0; k < n->count; k++) {
+                words[k] = n->value;
+            }
+            log_call("graph memset node", ", \"dst\": %llu, \"value\": %u, \"count\": %zu, \"element\": 4",
+                     n->dst, n->value, n->count);
+        } else {
+            memset((void *)(uintptr_t)n->dst, (int)n->value, n->count);
+            log_call("graph memset node", ", \"dst\": %llu, \"value\": %u, \"count\": %zu, \"element\": 1",
+                     n->dst, n->value, n->count);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+    pthread_mutex_lock(&lock);
+    CHECK_INIT();
+    for (GraphExec **p = &graph_execs; *p != NULL; p = &(*p)->next) {
+        if ((void *)*p == exec) {
+            GraphExec *e = *p;
+            log_call("cuGraphExecDestroy", ", \"exec\": %d", e->id);
+            *p = e->next;
+            free(e->nodes);
+            free(e);
+            pthread_mutex_unlock(&lock);
+            return CUDA_SUCCESS;
+        }
+    }
+    return fail("cuGraphExecDestroy", CUDA_ERROR_INVALID_VALUE, "unknown executable graph");
+}
+
+EXPORT CUresult cuGraphDestroy(CUgraph graph) {
+    pthread_mutex_lock(&lock);
+    CHECK_INIT();
+    Graph *g = live_graph(graph);
+    if (g == NULL) {
+        return fail("cuGraphDestroy", CUDA_ERROR_INVALID_VALUE, "unknown graph");
+    }
+    for (Stream *s = streams; s != NULL; s = s->next) {
+        if (s->capture == g) {
+            return fail("cuGraphDestroy", CUDA_ERROR_ILLEGAL_STATE, "graph still capturing");
+        }
+    }
+    log_call("cuGraphDestroy", ", \"graph\": %d", g->id);
+    unlink_graph(g);
     pthread_mutex_unlock(&lock);
     return CUDA_SUCCESS;
 }
@@ -850,6 +1252,13 @@ static const struct {
     {"cuMemsetD32Async", 3020, (void *)cuMemsetD32Async},
     {"cuMemsetD8Async", 3020, (void *)cuMemsetD8Async},
     {"cuLaunchKernel", 4000, (void *)cuLaunchKernel},
+    {"cuStreamBeginCapture", 10010, (void *)cuStreamBeginCapture_v2},
+    {"cuStreamEndCapture", 10000, (void *)cuStreamEndCapture},
+    {"cuGraphInstantiateWithFlags", 11040, (void *)cuGraphInstantiateWithFlags},
+    {"cuGraphInstantiate", 12000, (void *)cuGraphInstantiateWithFlags},
+    {"cuGraphLaunch", 10000, (void *)cuGraphLaunch},
+    {"cuGraphExecDestroy", 10000, (void *)cuGraphExecDestroy},
+    {"cuGraphDestroy", 10000, (void *)cuGraphDestroy},
 };
 
 static int lookups, lookups_stubbed;
@@ -896,17 +1305,21 @@ EXPORT CUresult cuGetProcAddress(const char *symbol, void **pfn, int version, cu
 }
 
 /* Not a driver API: what is live, for the bench's leak check (ctypes). */
-EXPORT void fake_cuda_live(int counts[5]) {
+EXPORT void fake_cuda_live(int counts[7]) {
     pthread_mutex_lock(&lock);
-    int m = 0, f = 0, s = 0;
+    int m = 0, f = 0, s = 0, g = 0, e = 0;
     for (Module *p = modules; p != NULL; p = p->next) m++;
     for (Function *p = functions; p != NULL; p = p->next) f++;
     for (Stream *p = streams; p != NULL; p = p->next) s++;
+    for (Graph *p = graphs; p != NULL; p = p->next) g++;
+    for (GraphExec *p = graph_execs; p != NULL; p = p->next) e++;
     counts[0] = (int)allocation_count;
     counts[1] = m;
     counts[2] = f;
     counts[3] = s;
     counts[4] = context_retains;
+    counts[5] = g;
+    counts[6] = e;
     pthread_mutex_unlock(&lock);
 }
 

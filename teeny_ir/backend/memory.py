@@ -12,25 +12,37 @@ planner does it: buffers in order of size (``size``), or of size x lifetime
 intersecting lifetime uses; ``search`` improves the better greedy order by a
 seeded local search (swaps that do not grow the arena, until the live-bytes
 bound); ``best`` keeps the smallest arena, ``naive`` puts one buffer after the
-other (no reuse). Sizes are affine in the batch ``B``:
-the B-proportional buffers are planned in per-image bytes in a first region
-(valid for every ``B``) and the static ones in a second region after it, so
-every offset and the arena size are expressions ``B * P + Q`` of the shape
-grammar (`teeny_ir.core.expressions`). Offsets are multiples of `ALIGNMENT`
-bytes for every ``B``.
+other (no reuse).
 
-The proof that a placement is safe is the plan loader's
-(`teeny_ir.backend.plan.load_plan`); this module is the one planner, used by
-``emit-triton`` and ``plan-memory``. Only the standard library and teeny_ir's
-own modules are imported.
+Two placements, by the same strategy. The plan's (`place`, `with_memory`)
+holds for every batch: sizes are affine in the batch ``B``, the
+B-proportional buffers are planned in per-image bytes in a first region and
+the static ones in a second region after it, so every offset and the arena
+size are expressions ``B * P + Q`` of the shape grammar
+(`teeny_ir.core.expressions`). Neither region can use the other's gaps: in a
+training plan the static gradients and optimizer state cannot take the bytes
+the per-image activations leave once the backward has read them (YOLOv8n's at
+64x64 and ``B = 16`` needs 1.63 x the bound that way). A run knows
+its batch: `layout` places every buffer at its size at that batch, per-image
+and static together, and keeps the plan's placement where that is no larger,
+so a run's arena is at most the plan's ``arena`` at that batch. Offsets are
+multiples of `ALIGNMENT` bytes in both.
+
+The proofs that a placement is safe are the plan module's: the loader's for
+the plan's placement at every ``B`` (`teeny_ir.backend.plan.load_plan`),
+`teeny_ir.backend.plan.check_layout` for a run's at its batch. This module is
+the one planner, used by ``emit-triton``, ``plan-memory`` and the runtime's
+backends. Only the standard library and teeny_ir's own modules are imported.
 """
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from teeny_ir.core.expressions import BinOp, ExpressionError, Num, Sym, parse
@@ -225,22 +237,24 @@ def _order(blocks: Sequence[Block], strategy: str) -> list[int]:
 
 def first_fit(order: Sequence[Block]) -> tuple[dict[str, int], int]:
     """Place the blocks in this order, each into the lowest gap that no placed
-    block with an intersecting lifetime uses."""
-    placed: list[tuple[int, int, int, int]] = []  # (first, last, offset, end)
+    block with an intersecting lifetime uses. The placed blocks are kept sorted
+    by offset, so finding the gap is one scan that skips the blocks whose
+    lifetimes miss this one's."""
+    placed: list[tuple[int, int, int, int]] = []  # (offset, end, first, last), sorted
     offsets: dict[str, int] = {}
     arena = 0
     for block in order:
         first, last, size = block.first, block.last, block.size
         position = 0
-        for start, stop in sorted(
-            [(o, e) for f, l, o, e in placed if f <= last and first <= l]  # noqa: E741
-        ):
+        for start, stop, since, until in placed:
+            if since > last or until < first:
+                continue
             if start - position >= size:
                 break  # the lowest gap that fits
             if stop > position:
                 position = stop
         offsets[block.name] = position
-        placed.append((first, last, position, position + size))
+        bisect.insort(placed, (position, position + size, first, last))
         if position + size > arena:
             arena = position + size
     return offsets, arena
@@ -259,11 +273,14 @@ def search(blocks: Sequence[Block]) -> tuple[dict[str, int], int]:
 
     if not blocks:
         return {}, 0
-    candidates = [[blocks[i] for i in _order(blocks, name)] for name in ("size", "size-lifetime")]
-    results = [first_fit(order) for order in candidates]
-    index = min(range(2), key=lambda k: results[k][1])
-    order, (offsets, arena) = candidates[index], results[index]
     bound = _peak(blocks)
+    order = [blocks[i] for i in _order(blocks, "size")]
+    offsets, arena = first_fit(order)
+    if arena > bound:  # at the bound the other order cannot be smaller
+        other = [blocks[i] for i in _order(blocks, "size-lifetime")]
+        other_offsets, other_arena = first_fit(other)
+        if other_arena < arena:
+            order, offsets, arena = other, other_offsets, other_arena
     rng = random.Random(0)
     for _ in range(min(2000, SEARCH_WORK // len(blocks) ** 2)):
         if arena <= bound or len(order) < 2:
@@ -336,6 +353,71 @@ def with_memory(plan: Plan, strategy: str = "best") -> Plan:
     return dataclasses.replace(
         plan, buffers=buffers, arena=placement.arena.text(), memory=placement.strategy
     )
+
+
+# --- one batch size: the joint placement ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a run at one batch size puts every buffer: byte offsets in an
+    arena of ``arena`` bytes. ``joint``: placed by `layout` for this batch
+    (per-image and static buffers together); otherwise the plan's own
+    B-affine offsets evaluated at it."""
+
+    batch: int
+    offsets: Mapping[str, int]
+    arena: int
+    joint: bool
+
+
+_LAYOUTS: dict[tuple[object, ...], Layout] = {}
+"""`layout`'s results by everything they depend on (a run calls it per launch
+set-up, the interpreter worker per run)."""
+_LAYOUTS_KEPT = 16
+
+
+def layout(plan: Plan, batch: int) -> Layout:
+    """The placement a run of ``plan`` at ``batch`` uses: the plan's strategy
+    (its ``memory``) run on every buffer at its size at this batch, per-image
+    and static buffers together, so one can take the other's gaps; the plan's
+    own B-affine placement where that is no larger (always for ``naive``,
+    whose point is no reuse). Deterministic (`search` is seeded), so the
+    interpreter worker, the cuda session and `memory(batch)` agree. Every
+    layout returned has passed the plan's proof at this batch
+    (`teeny_ir.backend.plan.check_layout`, a plain interval check), as every
+    plan emit-triton writes has passed the loader's. Raises MemoryPlanError
+    for a batch below 1, PlanError when the proof fails."""
+    from teeny_ir.backend.plan import check_layout  # plan.py imports this module
+
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise MemoryPlanError(f"the batch size must be an integer >= 1, got {batch!r}")
+    live = intervals(plan)
+    key = (plan.memory, plan.arena, batch, plan.buffers, tuple(live.values()))
+    found = _LAYOUTS.get(key)
+    if found is not None:
+        return found
+    own = Layout(
+        batch,
+        MappingProxyType({spec.name: affine(spec.offset).at(batch) for spec in plan.buffers}),
+        arena_bytes(plan, batch),
+        joint=False,
+    )
+    chosen = own
+    if plan.memory != "naive":
+        blocks = tuple(
+            Block(spec.name, _round(buffer_bytes(spec).at(batch)), *live[spec.name])
+            for spec in plan.buffers
+        )
+        offsets, arena = _greedy_cached(blocks, plan.memory)
+        if arena < own.arena:
+            ordered = {spec.name: offsets[spec.name] for spec in plan.buffers}
+            chosen = Layout(batch, MappingProxyType(ordered), arena, joint=True)
+    check_layout(plan, chosen)
+    if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+        del _LAYOUTS[next(iter(_LAYOUTS))]
+    _LAYOUTS[key] = chosen
+    return chosen
 
 
 # --- figures -------------------------------------------------------------------

@@ -742,6 +742,56 @@ def _check_memory(plan: Plan) -> None:
         )
 
 
+def check_layout(plan: Plan, layout: memory.Layout) -> None:
+    """The memory proof at one batch size, for the placement a run there uses
+    (`memory.layout`): an offset for exactly the plan's buffers, each a
+    multiple of `memory.ALIGNMENT`, each buffer inside the arena at
+    ``layout.batch``, and no two buffers live across one launch sharing a
+    byte. At a known batch every extent is a plain interval of bytes: a sweep
+    in order of offset meets each pair of buffers whose bytes intersect, and
+    their lifetimes must not (the sweep is not the planner's, so a planner
+    bug cannot hide in it). Raises PlanError."""
+    batch = layout.batch
+    names = [buffer.name for buffer in plan.buffers]
+    if sorted(layout.offsets) != sorted(names):
+        raise PlanError(
+            f"the memory layout at {BATCH}={batch} places "
+            f"{sorted(set(layout.offsets) ^ set(names))} but the plan's buffers are others"
+        )
+    spans: dict[str, tuple[int, int]] = {}
+    for buffer in plan.buffers:
+        start = layout.offsets[buffer.name]
+        end = start + memory.buffer_bytes(buffer).at(batch)
+        if start % memory.ALIGNMENT:
+            raise PlanError(
+                f"buffer '{buffer.name}' has offset {start} at {BATCH}={batch}, which is not "
+                f"a multiple of {memory.ALIGNMENT} bytes"
+            )
+        if start < 0 or end > layout.arena:
+            raise PlanError(
+                f"buffer '{buffer.name}' at offset {start} with {end - start} bytes does not "
+                f"lie inside the arena of {layout.arena} bytes at {BATCH}={batch}"
+            )
+        spans[buffer.name] = (start, end)
+    live = memory.intervals(plan)
+    active: list[str] = []  # buffers whose bytes reach past the current offset
+    for name in sorted(names, key=lambda n: spans[n]):
+        start, end = spans[name]
+        active = [other for other in active if spans[other][1] > start]
+        first, last = live[name]
+        for other in active:
+            since, until = live[other]
+            if since <= last and first <= until:
+                index = max(first, since)
+                launch = plan.launches[index].kernel if index < len(plan.launches) else "none"
+                raise PlanError(
+                    f"buffers '{other}' (bytes {spans[other][0]} to {spans[other][1]}) and "
+                    f"'{name}' (bytes {start} to {end}) overlap in the arena at {BATCH}={batch} "
+                    f"while both are live at launch {index} ('{launch}')"
+                )
+        active.append(name)
+
+
 def _check_roles(plan: Plan, weight_shapes: Mapping[str, tuple[int, ...]]) -> None:
     """A training plan's output roles: one per output, each naming a weight of
     the table, each (role, weight) once."""

@@ -1,11 +1,15 @@
 """``teeny-run``: run an emitted launch plan on ``.npy`` inputs.
 
     teeny-run DIR --weights W.safetensors --input a.npy [--input b.npy ...] -o out.npz
-              [--backend NAME] [--timing]
+              [--backend NAME] [--cuda-graphs] [--timing]
 
 Inputs are given in ``@forward`` argument order; the ``.npz`` holds
 ``output_0 ... output_{N-1}`` in return order. The ``--backend`` choices are
 the names in `teeny_ir.runtime.backends.BACKENDS` (default ``interpreter``).
+``--cuda-graphs`` (with ``--backend cuda``) captures the launches as one CUDA
+graph and replays it: one run gains no time from that (``--timing`` shows the
+capture), it checks the path that ``load(DIR).session(..., graphs=True)``
+replays many times.
 Exit codes: 0 success; 1 bad usage or input, or a backend that cannot run here
 (one line ``teeny-run: error: ...``, never a traceback); 2 the interpreter
 worker failed (one line: the worker's error and the path of its kept log,
@@ -53,6 +57,12 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
     )
     parser.add_argument("-o", dest="output", required=True, metavar="OUT.npz")
     add_backend_argument(parser)
+    parser.add_argument(
+        "--cuda-graphs",
+        action="store_true",
+        help="with --backend cuda: capture the launches as one CUDA graph and replay it "
+        "(cuStreamBeginCapture, cuGraphInstantiate, cuGraphLaunch)",
+    )
     parser.add_argument("--timing", action="store_true", help="print stage times to stderr")
     parser.add_argument(
         "--compare-reference",
@@ -104,6 +114,8 @@ def _run(
     for path in (*args.input, args.weights):
         check_not_input(args.output, path)
     check_output(args.output)
+    if args.cuda_graphs and args.backend != "cuda":
+        raise runtime.RuntimeInputError("--cuda-graphs needs --backend cuda")
     # Before reading the inputs and weights, which may be large: a backend
     # that cannot run here fails in a moment.
     runtime.usable_backend(args.backend)
@@ -126,7 +138,7 @@ def _run(
         outputs = report.outputs
         timings["run and compare with the reference"] = time.perf_counter() - start
     else:
-        outputs = executable.run(inputs, weights, args.backend, timings)
+        outputs = executable.run(inputs, weights, args.backend, timings, graphs=args.cuda_graphs)
     start = time.perf_counter()
     write_npz(args.output, outputs, stdout)
     timings["write output"] = time.perf_counter() - start

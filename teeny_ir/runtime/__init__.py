@@ -10,8 +10,16 @@ mis-shaped one named in one error) - binds the parameters through
 parameter, such as a negative running variance, are a `RuntimeInputError`
 naming them), and then hands the work to the backend
 (`teeny_ir.runtime.backends`: ``interpreter``, the default, runs Triton's
-interpreter in a worker process; ``cuda`` probes for a GPU but has no cubin
-launcher).
+interpreter in a worker process; ``cuda`` runs the plan's cubins on a GPU
+through cuda-python).
+
+``load(DIR).session(weights, backend=...)`` is a `RunSession`: the weights
+checked and bound once, then ``.run(inputs)`` as often as needed (each checks
+its inputs as above), in one session of the backend: the interpreter's worker
+process, or on the cuda backend the modules, the parameters, the arena and the
+stream loaded once. ``graphs=True`` (cuda only) replays one CUDA graph per
+batch size instead of launching each kernel
+(`teeny_ir.runtime.backends.cuda.CudaSession.graph`); it is off by default.
 
 Weights that the plan never reads are reported in one `UnusedWeightsWarning`
 (``teeny-run`` prints it as one ``warning:`` line); PyTorch's
@@ -35,6 +43,7 @@ from teeny_ir.backend.plan import BATCH, Plan, PlanError, check_at_batch, is_bat
 from teeny_ir.core.derivations import DerivationError, evaluate
 from teeny_ir.core.expressions import ExpressionError, eval_text
 from teeny_ir.runtime.backends import BACKENDS, Backend, usable_backend
+from teeny_ir.runtime.backends.cuda import CudaBackend
 from teeny_ir.runtime.errors import (
     BackendUnavailableError,
     RuntimeInputError,
@@ -46,6 +55,7 @@ from teeny_ir.runtime.errors import (
 if TYPE_CHECKING:
     import numpy as np
 
+    from teeny_ir.runtime.backends import Session
     from teeny_ir.runtime.trainer import Trainer
 
 __all__ = [
@@ -54,6 +64,7 @@ __all__ = [
     "BackendUnavailableError",
     "Executable",
     "PlanError",
+    "RunSession",
     "RuntimeInputError",
     "StatusCheckError",
     "UnusedWeightsWarning",
@@ -104,19 +115,24 @@ class Executable:
         timings: dict[str, float] | None = None,
         progress: Callable[[int, int], None] | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
+        graphs: bool = False,
     ) -> list[np.ndarray]:
         """Run the plan; outputs in return order. ``weights`` maps state-dict names
         to arrays, or is the path of a ``.safetensors`` file; ``backend`` names an
         entry of `BACKENDS`. Stage times in seconds are added to ``timings`` when
         given; ``progress`` is called with (launches done, launches in all) as
         the run advances; ``trace`` gets each launch's outputs (by launch
-        index). Raises `RuntimeInputError` (`BackendUnavailableError` for a backend
+        index). ``graphs`` (cuda only): the launches captured as one CUDA graph
+        and replayed once, a check of the graph path (`session` replays it
+        many times; with a ``trace`` the launches go one by one).
+        Raises `RuntimeInputError` (`BackendUnavailableError` for a backend
         that cannot run here) before any launch, `StatusCheckError` (a
         `RuntimeInputError`) when a kernel reports bad input data through a
         status output (`teeny_ir.runtime.checks`), `WorkerError` when one fails."""
         times: dict[str, float] = {} if timings is None else timings
         start = time.perf_counter()
         chosen = usable_backend(backend)
+        _check_graphs(chosen, graphs)
         batch = self.check_inputs(inputs)
         self.check_batch(batch)
         if isinstance(weights, str | os.PathLike):
@@ -130,13 +146,35 @@ class Executable:
         params = self.bind_parameters(weights)
         times["bind parameters"] = time.perf_counter() - start
         tensors = {spec.name: array for spec, array in zip(self.plan.inputs, inputs, strict=True)}
+        if graphs and isinstance(chosen, CudaBackend):
+            directory, plan = self.directory, self.plan
+            return chosen.run(
+                directory, plan, tensors | params, batch, times, progress, trace, graphs=True
+            )
         return chosen.run(
             self.directory, self.plan, tensors | params, batch, times, progress, trace
         )
 
+    def session(
+        self,
+        weights: Mapping[str, Any] | str | os.PathLike[str],
+        backend: str = "interpreter",
+        graphs: bool = False,
+    ) -> RunSession:
+        """A `RunSession` of this plan: ``weights`` (a mapping, or a
+        ``.safetensors`` path) checked and bound once, then ``.run(inputs)``
+        again and again on ``backend``; ``graphs`` (cuda only): each run
+        replays its batch size's CUDA graph. Close it (or use it as a context
+        manager) to end the backend's session."""
+        return RunSession(self, weights, backend, graphs)
+
     def memory(self, batch: int) -> dict[str, int]:
         """The memory plan's figures at ``batch``, in bytes: ``arena_bytes`` (what a
-        run allocates for its buffers: the plan's one arena), ``lower_bound_bytes``
+        run at ``batch`` allocates for its buffers: the arena of
+        `teeny_ir.backend.memory.layout`, which places the per-image and the
+        static buffers together for this batch), ``plan_arena_bytes`` (the
+        plan's own ``arena`` at ``batch``: its B-affine placement, valid for
+        every batch; ``arena_bytes`` never exceeds it), ``lower_bound_bytes``
         (the most bytes of buffers live across one launch: no placement needs
         less) and ``naive_bytes`` (every buffer on its own)."""
         from teeny_ir.backend import memory
@@ -144,7 +182,8 @@ class Executable:
         if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
             raise RuntimeInputError(f"the batch size must be an integer >= 1, got {batch!r}")
         return {
-            "arena_bytes": memory.arena_bytes(self.plan, batch),
+            "arena_bytes": memory.layout(self.plan, batch).arena,
+            "plan_arena_bytes": memory.arena_bytes(self.plan, batch),
             "lower_bound_bytes": memory.lower_bound_bytes(self.plan, batch),
             "naive_bytes": memory.naive_bytes(self.plan, batch),
         }
@@ -272,6 +311,80 @@ class Executable:
         if problems:
             raise RuntimeInputError(f"the weights give unusable parameters: {'; '.join(problems)}")
         return params
+
+
+class RunSession:
+    """One plan run again and again with the same weights (`Executable.session`).
+
+    The weights are checked and bound at the start (an `UnusedWeightsWarning`
+    names those the plan never reads); each `run` checks its inputs as
+    `Executable.run` does and runs in the one session of the backend: the
+    interpreter's worker process (Triton and the kernel files imported once),
+    or the cuda backend's `teeny_ir.runtime.backends.cuda.CudaSession` (modules
+    loaded and parameters uploaded once, an arena and input buffers per batch
+    size). With ``graphs`` each batch size's launches are captured into a CUDA
+    graph at its first run and every run replays it with ``cuGraphLaunch``:
+    one driver call instead of one per launch, the new inputs copied into the
+    buffers the graph reads. A `StatusCheckError` leaves the session usable."""
+
+    def __init__(
+        self,
+        executable: Executable,
+        weights: Mapping[str, Any] | str | os.PathLike[str],
+        backend: str = "interpreter",
+        graphs: bool = False,
+    ) -> None:
+        chosen = usable_backend(backend)
+        _check_graphs(chosen, graphs)
+        if isinstance(weights, str | os.PathLike):
+            weights = read_weights(weights)
+        executable.check_weights(weights)
+        unused = executable.unused_weights(weights)
+        if unused:
+            warnings.warn(UnusedWeightsWarning(_unused_message(unused)), stacklevel=3)
+        self.executable = executable
+        self.backend = chosen.name
+        self.graphs = graphs
+        self._params = executable.bind_parameters(weights)
+        directory, plan = executable.directory, executable.plan
+        self._session: Session | None = (
+            chosen.run_session(directory, plan, graphs=graphs)
+            if isinstance(chosen, CudaBackend)
+            else chosen.session(directory, plan)
+        )
+
+    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """One run on ``inputs`` (in ``@forward`` argument order); the outputs
+        in return order. Raises as `Executable.run`."""
+        if self._session is None:
+            raise RuntimeInputError("this session is closed")
+        executable = self.executable
+        batch = executable.check_inputs(inputs)
+        executable.check_batch(batch)
+        specs = executable.plan.inputs
+        tensors = {spec.name: array for spec, array in zip(specs, inputs, strict=True)}
+        return self._session.run(tensors | self._params, batch)
+
+    def close(self) -> None:
+        """End the backend's session (idempotent)."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
+
+    def __enter__(self) -> RunSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_graphs(backend: Backend, graphs: bool) -> None:
+    """CUDA graphs are the cuda backend's: refuse them elsewhere in one sentence."""
+    if graphs and not isinstance(backend, CudaBackend):
+        raise RuntimeInputError(
+            f"CUDA graphs need the cuda backend; the {backend.name} backend launches "
+            "each kernel itself"
+        )
 
 
 def read_weights(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:

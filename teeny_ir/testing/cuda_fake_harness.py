@@ -4,8 +4,15 @@ launch (`teeny_ir.testing.fake_cuda.Interpreting`).
 Usage: ``python -m teeny_ir.testing.cuda_fake_harness REQUEST.json RESULTS.npz``,
 with ``TRITON_INTERPRET=1`` (a process of its own: Triton reads it at import).
 REQUEST.json is ``{"plan": DIR, "weights": W.safetensors, "inputs": X.npz,
-"mode": "run" | "train", "steps": N}``; X.npz holds ``step{s}_in{i}`` (train) or
-``in{i}`` (run). RESULTS.npz gets ``output_{k}`` (run), or ``step{s}_result{k}``,
+"mode": "run" | "train" | "session", "steps": N}``; X.npz holds
+``step{s}_in{i}`` (train, session) or ``in{i}`` (run). RESULTS.npz gets
+``output_{k}`` (run); for a session, the ``steps`` calls run through
+``load(DIR).session(weights, backend="cuda", graphs=...)`` twice, with CUDA
+graphs and without, each call's outputs as ``graphs_call{s}_output_{k}`` and
+``stream_call{s}_output_{k}``, and per session ``{graphs,stream}_calls``: how
+many times it called cuStreamBeginCapture, cuGraphInstantiate, cuGraphLaunch,
+cuLaunchKernel and cuGraphExecDestroy, then the kernels the fake ran;
+or (train) ``step{s}_result{k}``,
 ``step{s}_bytes`` (the bytes that step copied host to device, device to host
 and device to device), ``resident`` and the final state by weight name
 prefixed ``state.``, read after the trainer closed (train; with
@@ -50,6 +57,20 @@ def main(request_file: str, results_file: str) -> int:
         inputs = [arrays[f"in{i}"] for i in range(count)]
         for k, output in enumerate(executable.run(inputs, weights, backend="cuda")):
             results[f"output_{k}"] = output
+    elif request["mode"] == "session":
+        counted = ["cuStreamBeginCapture", "cuGraphInstantiate", "cuGraphLaunch"]
+        counted += ["cuLaunchKernel", "cuGraphExecDestroy"]
+        for graphs in (True, False):
+            prefix = "graphs" if graphs else "stream"
+            mark, ran = len(driver.calls), len(driver.launches)
+            with executable.session(weights, backend="cuda", graphs=graphs) as session:
+                for call in range(int(request["steps"])):
+                    inputs = [arrays[f"step{call}_in{i}"] for i in range(count)]
+                    for k, output in enumerate(session.run(inputs)):
+                        results[f"{prefix}_call{call}_output_{k}"] = output
+            names = [name for name, _ in driver.calls[mark:]]
+            seen = [names.count(name) for name in counted]
+            results[f"{prefix}_calls"] = np.array([*seen, len(driver.launches) - ran])
     else:
         if request.get("round_trip"):  # no parameter carried: the fallback session
             cuda.CARRIED_KINDS = ()  # type: ignore[assignment]  # this process only

@@ -2,10 +2,11 @@
 ``bench/gpu_check.py --dry-run``: no GPU, no cuda-python.
 
 `FakeDriver` has the calls `teeny_ir.runtime.backends.cuda` makes, each
-returning ``(CUresult, value...)`` as cuda-python does, and records every call
-in `FakeDriver.calls` (name, arguments). Device memory is host memory: ``cuMemAlloc``
-hands out fake addresses (256-byte aligned, far from any host address) backed by
-bytearrays, ``cuMemcpyHtoD`` / ``cuMemcpyDtoH`` and the memsets copy bytes.
+returning ``(CUresult, value...)`` as cuda-python does (`FakeResult` codes),
+and records every call in `FakeDriver.calls` (name, arguments). Device memory
+is host memory: ``cuMemAlloc`` hands out fake addresses (256-byte aligned, far
+from any host address) backed by bytearrays, ``cuMemcpyHtoD`` /
+``cuMemcpyDtoH`` and the memsets copy bytes.
 ``cuModuleLoadData`` reads the image at the host address it gets (an ELF cubin's
 size from its header) and records its sha256; ``cuLaunchKernel`` reads the
 ``kernelParams`` array of pointers (``arity(function name)`` of them) and
@@ -14,6 +15,26 @@ compute nothing, unless the driver has an ``execute`` hook: `Interpreting` is
 one that runs each launched kernel in Triton's interpreter on the fake device
 memory, the arguments decoded from the parameter bytes alone, as a GPU would
 read them (a test of every address and value the backend packs, numerically).
+
+CUDA graphs by stream capture, as the driver does them: between
+``cuStreamBeginCapture`` and ``cuStreamEndCapture`` the work enqueued on the
+capturing stream is recorded, not run: a launch becomes a `KernelNode` holding
+its parameter bytes as they were at the call (the driver copies them then), a
+memset a `MemsetNode`, a device-to-device copy a `CopyNode`. A call that would
+synchronize with the capture or is unsafe during it (``cuMemcpyHtoD``,
+``cuMemcpyDtoH``, ``cuStreamSynchronize``, ``cuMemAlloc``, ``cuMemFree``,
+``cuModuleLoadData``; the last three are allowed in the relaxed mode) fails
+and invalidates the capture, so ``cuStreamEndCapture`` then returns
+``CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`` and no graph.
+``cuGraphInstantiate`` copies the graph's nodes into a `FakeGraphExec` (the
+graph may be destroyed after), and ``cuGraphLaunch`` replays them in order:
+each kernel node is a `Launch` with the recorded bytes, recorded in `launches`
+and run by ``execute``, each memset and copy is done. `launches` holds the
+launches that ran (on the stream or replayed), never the captured ones.
+
+``failures`` makes a call fail: name -> the `FakeResult` it returns (the call
+recorded, nothing done), for the tests of the backend's error paths.
+
 Only the standard library is imported (`Interpreting` imports torch and the
 plan's kernel files when it is made, in a process with the interpreter on).
 """
@@ -21,20 +42,71 @@ plan's kernel files when it is made, in a process with the interpreter on).
 from __future__ import annotations
 
 import ctypes
+import dataclasses
+import enum
+import functools
 import hashlib
+import json
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from teeny_ir.backend.plan import KernelSpec, Plan
 
-SUCCESS = 0
 BASE_ADDRESS = 0x7F00_0000_0000
 """The first fake device address."""
+
+
+class FakeResult(enum.IntEnum):
+    """The driver's result codes the fake returns (cuda-python's values and names)."""
+
+    CUDA_SUCCESS = 0
+    CUDA_ERROR_INVALID_VALUE = 1
+    CUDA_ERROR_OUT_OF_MEMORY = 2
+    CUDA_ERROR_INVALID_HANDLE = 400
+    CUDA_ERROR_ILLEGAL_STATE = 401
+    CUDA_ERROR_NOT_SUPPORTED = 801
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906
+
+
+SUCCESS = FakeResult.CUDA_SUCCESS
+RELAXED = "relaxed"
+"""``CU_STREAM_CAPTURE_MODE_RELAXED`` as the fake spells it: unsafe calls allowed."""
+UNSAFE_WHILE_CAPTURING = ("cuMemAlloc", "cuMemFree", "cuModuleLoadData")
+"""Calls that fail during a global or thread-local capture (not a relaxed one)."""
+SYNCHRONIZING = ("cuMemcpyHtoD", "cuMemcpyDtoH")
+"""Synchronous copies on the legacy stream: they would wait for the capturing
+stream (a blocking one), which the driver refuses in every capture mode."""
+
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _entry(method: _Method) -> _Method:
+    """A driver entry point: a name in ``failures`` returns its code at once
+    (the call recorded, nothing done), which invalidates a capture under way,
+    as a failed call does on the driver; a failed ``cuStreamEndCapture`` ends
+    its capture too (as the driver's does for an invalidated one)."""
+
+    @functools.wraps(method)
+    def call(self: FakeDriver, *args: Any) -> Any:
+        code = self.failures.get(method.__name__)
+        if code is None:
+            return method(self, *args)
+        self._record(method.__name__, *args)
+        for capture in self._captures.values():
+            if capture.invalidated is None:
+                capture.invalidated = code
+        if method.__name__ == "cuStreamEndCapture" and args[0] in self._captures:
+            del self.graphs[self._captures.pop(args[0]).graph.handle]
+        return (code,)
+
+    return call  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -66,6 +138,62 @@ class Launch:
     extra: Any
 
 
+@dataclass(frozen=True)
+class KernelNode:
+    """A launch captured into a graph: its parameter bytes as they were when
+    ``cuLaunchKernel`` was called (``launch.stream``: the capturing stream)."""
+
+    launch: Launch
+
+
+@dataclass(frozen=True)
+class MemsetNode:
+    """A captured ``cuMemsetD8Async`` (``size`` 1) or ``cuMemsetD32Async`` (4)."""
+
+    address: int
+    value: int
+    count: int
+    size: int
+
+
+@dataclass(frozen=True)
+class CopyNode:
+    """A captured ``cuMemcpyDtoDAsync``."""
+
+    dst: int
+    src: int
+    nbytes: int
+
+
+Node = KernelNode | MemsetNode | CopyNode
+
+
+@dataclass(eq=False)
+class FakeGraph:
+    """A ``CUgraph``: the nodes one capture recorded, in stream order."""
+
+    handle: int
+    nodes: list[Node]
+
+
+@dataclass(frozen=True, eq=False)
+class FakeGraphExec:
+    """A ``CUgraphExec``: the nodes of the graph it was instantiated from."""
+
+    handle: int
+    graph: int
+    """The handle of that graph."""
+    nodes: tuple[Node, ...]
+
+
+@dataclass
+class _Capture:
+    graph: FakeGraph
+    mode: str
+    invalidated: FakeResult | None = None
+    """The error that invalidated the capture (then nothing more is recorded)."""
+
+
 @dataclass
 class FakeDriver:
     """The fake driver module (see the module docstring)."""
@@ -75,14 +203,26 @@ class FakeDriver:
     """Parameters of a function by name: needed to read ``kernelParams``."""
     devices: int = 1
     execute: Callable[[Launch], None] | None = None
-    """Called with each launch after it is recorded (`Interpreting` runs it)."""
+    """Called with each launch that runs, after it is recorded (`Interpreting`
+    runs it): a stream launch, or a kernel node of a replayed graph."""
     calls: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     launches: list[Launch] = field(default_factory=list)
+    """The launches that ran, in order (captured ones run when replayed)."""
     memory: dict[int, bytearray] = field(default_factory=dict)
     modules: list[FakeModule] = field(default_factory=list)
+    failures: dict[str, FakeResult] = field(default_factory=dict)
+    """Call name -> the error code it returns (see the module docstring)."""
+    graphs: dict[int, FakeGraph] = field(default_factory=dict)
+    """The live graphs by handle."""
+    graph_execs: dict[int, FakeGraphExec] = field(default_factory=dict)
+    """The live executable graphs by handle."""
+    instantiated: list[FakeGraphExec] = field(default_factory=list)
+    """Every executable graph made, destroyed or not, in order."""
     _next: int = BASE_ADDRESS
+    _handles: int = 0
+    _captures: dict[Any, _Capture] = field(default_factory=dict)
 
-    CUresult = SimpleNamespace(CUDA_SUCCESS=SUCCESS)
+    CUresult = FakeResult
     shared_optin: int = 232448
     """CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (an H100's, bytes)."""
     CUdevice_attribute = SimpleNamespace(
@@ -93,6 +233,25 @@ class FakeDriver:
     CUfunction_attribute = SimpleNamespace(
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES="max_dynamic_shared_size_bytes"
     )
+    CUstreamCaptureMode = SimpleNamespace(
+        CU_STREAM_CAPTURE_MODE_GLOBAL="global",
+        CU_STREAM_CAPTURE_MODE_THREAD_LOCAL="thread_local",
+        CU_STREAM_CAPTURE_MODE_RELAXED=RELAXED,
+    )
+
+    @classmethod
+    def for_plan(cls, plan: Plan, **options: Any) -> FakeDriver:
+        """A fake that knows each of ``plan``'s kernels' parameter count (its
+        family's ABI and the two scratch pointers), so it can read launches."""
+        from teeny_ir.kernels.families import FAMILIES
+        from teeny_ir.runtime.backends.cuda import SCRATCH_POINTERS
+
+        counts = {
+            compiled.name: len(FAMILIES[kernel.family].args) + SCRATCH_POINTERS
+            for kernel in plan.kernels
+            for compiled in kernel.compiled
+        }
+        return cls(arity=counts.__getitem__, **options)
 
     def _record(self, name: str, *args: Any) -> None:
         self.calls.append((name, args))
@@ -112,49 +271,169 @@ class FakeDriver:
         data, offset = self._region(address, nbytes)
         return bytes(data[offset : offset + nbytes])
 
-    def cuInit(self, flags: int) -> tuple[int]:
+    def _handle(self) -> int:
+        self._handles += 1
+        return self._handles
+
+    # --- capture ------------------------------------------------------------------
+
+    def _refused(self, name: str, stream: Any = None) -> FakeResult | None:
+        """The error a call gets while a capture is under way, or None: a
+        synchronous copy fails in every mode, an unsafe call outside the
+        relaxed mode, a synchronize of the capturing stream always; each
+        invalidates the capture."""
+        for capturing, capture in self._captures.items():
+            unsafe = name in UNSAFE_WHILE_CAPTURING and capture.mode != RELAXED
+            if name in SYNCHRONIZING:
+                code = FakeResult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+            elif unsafe or (name == "cuStreamSynchronize" and stream == capturing):
+                code = FakeResult.CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+            else:
+                continue
+            if capture.invalidated is None:
+                capture.invalidated = code
+            return code
+        return None
+
+    def _captured(self, stream: Any, node: Node) -> FakeResult | None:
+        """Record ``node`` when ``stream`` is capturing: SUCCESS (recorded, not
+        run), the invalidation error of a capture gone wrong, or None (not
+        capturing: run it)."""
+        capture = self._captures.get(stream)
+        if capture is None:
+            return None
+        if capture.invalidated is not None:
+            return FakeResult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+        capture.graph.nodes.append(node)
+        return SUCCESS
+
+    @_entry
+    def cuStreamBeginCapture(self, stream: Any, mode: str) -> tuple[FakeResult]:
+        self._record("cuStreamBeginCapture", stream, mode)
+        if stream in self._captures:
+            return (FakeResult.CUDA_ERROR_ILLEGAL_STATE,)
+        graph = FakeGraph(self._handle(), [])
+        self.graphs[graph.handle] = graph
+        self._captures[stream] = _Capture(graph, mode)
+        return (SUCCESS,)
+
+    @_entry
+    def cuStreamEndCapture(self, stream: Any) -> tuple[FakeResult, int | None]:
+        self._record("cuStreamEndCapture", stream)
+        capture = self._captures.pop(stream, None)
+        if capture is None:
+            return FakeResult.CUDA_ERROR_ILLEGAL_STATE, None
+        if capture.invalidated is not None:
+            del self.graphs[capture.graph.handle]
+            return FakeResult.CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, None
+        return SUCCESS, capture.graph.handle
+
+    @_entry
+    def cuGraphInstantiate(self, graph: int, flags: int) -> tuple[FakeResult, int | None]:
+        self._record("cuGraphInstantiate", graph, flags)
+        found = self.graphs.get(graph)
+        if found is None or flags != 0:
+            return FakeResult.CUDA_ERROR_INVALID_VALUE, None
+        executable = FakeGraphExec(self._handle(), graph, tuple(found.nodes))
+        self.graph_execs[executable.handle] = executable
+        self.instantiated.append(executable)
+        return SUCCESS, executable.handle
+
+    @_entry
+    def cuGraphLaunch(self, executable: int, stream: Any) -> tuple[FakeResult]:
+        self._record("cuGraphLaunch", executable, stream)
+        found = self.graph_execs.get(executable)
+        if found is None:
+            return (FakeResult.CUDA_ERROR_INVALID_VALUE,)
+        if stream in self._captures:  # a child graph: the backend never does it
+            return (FakeResult.CUDA_ERROR_NOT_SUPPORTED,)
+        for node in found.nodes:
+            if isinstance(node, KernelNode):
+                self._run(dataclasses.replace(node.launch, stream=stream))
+            elif isinstance(node, MemsetNode):
+                self._memset(node.address, node.value, node.count, node.size)
+            else:
+                self._copy(node.dst, node.src, node.nbytes)
+        return (SUCCESS,)
+
+    @_entry
+    def cuGraphExecDestroy(self, executable: int) -> tuple[FakeResult]:
+        self._record("cuGraphExecDestroy", executable)
+        if self.graph_execs.pop(executable, None) is None:
+            return (FakeResult.CUDA_ERROR_INVALID_VALUE,)
+        return (SUCCESS,)
+
+    @_entry
+    def cuGraphDestroy(self, graph: int) -> tuple[FakeResult]:
+        self._record("cuGraphDestroy", graph)
+        if any(capture.graph.handle == graph for capture in self._captures.values()):
+            return (FakeResult.CUDA_ERROR_ILLEGAL_STATE,)
+        if self.graphs.pop(graph, None) is None:
+            return (FakeResult.CUDA_ERROR_INVALID_VALUE,)
+        return (SUCCESS,)
+
+    # --- the rest of the driver -----------------------------------------------------
+
+    @_entry
+    def cuInit(self, flags: int) -> tuple[FakeResult]:
         self._record("cuInit", flags)
         return (SUCCESS,)
 
-    def cuDeviceGetCount(self) -> tuple[int, int]:
+    @_entry
+    def cuDeviceGetCount(self) -> tuple[FakeResult, int]:
         self._record("cuDeviceGetCount")
         return SUCCESS, self.devices
 
-    def cuDeviceGet(self, ordinal: int) -> tuple[int, int]:
+    @_entry
+    def cuDeviceGet(self, ordinal: int) -> tuple[FakeResult, int]:
         self._record("cuDeviceGet", ordinal)
         return SUCCESS, ordinal
 
-    def cuDeviceGetAttribute(self, attribute: str, device: int) -> tuple[int, int]:
+    @_entry
+    def cuDeviceGetAttribute(self, attribute: str, device: int) -> tuple[FakeResult, int]:
         self._record("cuDeviceGetAttribute", attribute, device)
         values = {"major": self.capability[0], "minor": self.capability[1]}
         return SUCCESS, values.get(attribute, self.shared_optin)
 
-    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[int, str]:
+    @_entry
+    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[FakeResult, str]:
         self._record("cuDevicePrimaryCtxRetain", device)
         return SUCCESS, f"context{device}"
 
-    def cuDevicePrimaryCtxRelease(self, device: int) -> tuple[int]:
+    @_entry
+    def cuDevicePrimaryCtxRelease(self, device: int) -> tuple[FakeResult]:
         self._record("cuDevicePrimaryCtxRelease", device)
         return (SUCCESS,)
 
-    def cuCtxSetCurrent(self, context: str) -> tuple[int]:
+    @_entry
+    def cuCtxSetCurrent(self, context: str) -> tuple[FakeResult]:
         self._record("cuCtxSetCurrent", context)
         return (SUCCESS,)
 
-    def cuStreamCreate(self, flags: int) -> tuple[int, str]:
+    @_entry
+    def cuStreamCreate(self, flags: int) -> tuple[FakeResult, str]:
         self._record("cuStreamCreate", flags)
         return SUCCESS, "stream0"
 
-    def cuStreamDestroy(self, stream: str) -> tuple[int]:
+    @_entry
+    def cuStreamDestroy(self, stream: str) -> tuple[FakeResult]:
         self._record("cuStreamDestroy", stream)
+        if stream in self._captures:
+            return (FakeResult.CUDA_ERROR_ILLEGAL_STATE,)
         return (SUCCESS,)
 
-    def cuStreamSynchronize(self, stream: str) -> tuple[int]:
+    @_entry
+    def cuStreamSynchronize(self, stream: str) -> tuple[FakeResult]:
         self._record("cuStreamSynchronize", stream)
-        return (SUCCESS,)
+        refused = self._refused("cuStreamSynchronize", stream)
+        return (SUCCESS if refused is None else refused,)
 
-    def cuModuleLoadData(self, image: int) -> tuple[int, FakeModule]:
+    @_entry
+    def cuModuleLoadData(self, image: int) -> tuple[FakeResult, FakeModule | None]:
         self._record("cuModuleLoadData", image)
+        refused = self._refused("cuModuleLoadData")
+        if refused is not None:
+            return refused, None
         sha256 = None
         if ctypes.string_at(image, 4) == b"\x7fELF":
             sha256 = hashlib.sha256(ctypes.string_at(image, _elf_size(image))).hexdigest()
@@ -162,59 +441,105 @@ class FakeDriver:
         self.modules.append(module)
         return SUCCESS, module
 
-    def cuModuleUnload(self, module: FakeModule) -> tuple[int]:
+    @_entry
+    def cuModuleUnload(self, module: FakeModule) -> tuple[FakeResult]:
         self._record("cuModuleUnload", module)
         return (SUCCESS,)
 
-    def cuModuleGetFunction(self, module: FakeModule, name: bytes) -> tuple[int, FakeFunction]:
+    @_entry
+    def cuModuleGetFunction(
+        self, module: FakeModule, name: bytes
+    ) -> tuple[FakeResult, FakeFunction]:
         self._record("cuModuleGetFunction", module, name)
         return SUCCESS, FakeFunction(module, name.decode("ascii"))
 
-    def cuFuncSetAttribute(self, function: FakeFunction, attribute: str, value: int) -> tuple[int]:
+    @_entry
+    def cuFuncSetAttribute(
+        self, function: FakeFunction, attribute: str, value: int
+    ) -> tuple[FakeResult]:
         self._record("cuFuncSetAttribute", function, attribute, value)
         return (SUCCESS,)
 
-    def cuMemAlloc(self, nbytes: int) -> tuple[int, int]:
+    @_entry
+    def cuMemAlloc(self, nbytes: int) -> tuple[FakeResult, int | None]:
         self._record("cuMemAlloc", nbytes)
+        refused = self._refused("cuMemAlloc")
+        if refused is not None:
+            return refused, None
         address = self._next
         self.memory[address] = bytearray(nbytes)
         self._next += (nbytes + 255) // 256 * 256 + 256
         return SUCCESS, address
 
-    def cuMemFree(self, address: int) -> tuple[int]:
+    @_entry
+    def cuMemFree(self, address: int) -> tuple[FakeResult]:
         self._record("cuMemFree", address)
+        refused = self._refused("cuMemFree")
+        if refused is not None:
+            return (refused,)
         del self.memory[address]
         return (SUCCESS,)
 
-    def cuMemcpyHtoD(self, device: int, host: int, nbytes: int) -> tuple[int]:
+    @_entry
+    def cuMemcpyHtoD(self, device: int, host: int, nbytes: int) -> tuple[FakeResult]:
         self._record("cuMemcpyHtoD", device, host, nbytes)
+        refused = self._refused("cuMemcpyHtoD")
+        if refused is not None:
+            return (refused,)
         data, offset = self._region(device, nbytes)
         data[offset : offset + nbytes] = ctypes.string_at(host, nbytes)
         return (SUCCESS,)
 
-    def cuMemcpyDtoH(self, host: int, device: int, nbytes: int) -> tuple[int]:
+    @_entry
+    def cuMemcpyDtoH(self, host: int, device: int, nbytes: int) -> tuple[FakeResult]:
         self._record("cuMemcpyDtoH", host, device, nbytes)
+        refused = self._refused("cuMemcpyDtoH")
+        if refused is not None:
+            return (refused,)
         ctypes.memmove(host, self.read(device, nbytes), nbytes)
         return (SUCCESS,)
 
-    def cuMemcpyDtoDAsync(self, dst: int, src: int, nbytes: int, stream: str) -> tuple[int]:
-        self._record("cuMemcpyDtoDAsync", dst, src, nbytes, stream)
+    def _copy(self, dst: int, src: int, nbytes: int) -> None:
         data, offset = self._region(dst, nbytes)
         data[offset : offset + nbytes] = self.read(src, nbytes)
+
+    def _memset(self, device: int, value: int, count: int, size: int) -> None:
+        data, offset = self._region(device, size * count)
+        pattern = struct.pack("<I", value) if size == 4 else bytes([value])
+        data[offset : offset + size * count] = pattern * count
+
+    @_entry
+    def cuMemcpyDtoDAsync(self, dst: int, src: int, nbytes: int, stream: str) -> tuple[FakeResult]:
+        self._record("cuMemcpyDtoDAsync", dst, src, nbytes, stream)
+        captured = self._captured(stream, CopyNode(dst, src, nbytes))
+        if captured is not None:
+            return (captured,)
+        self._copy(dst, src, nbytes)
         return (SUCCESS,)
 
-    def cuMemsetD32Async(self, device: int, value: int, count: int, stream: str) -> tuple[int]:
+    @_entry
+    def cuMemsetD32Async(
+        self, device: int, value: int, count: int, stream: str
+    ) -> tuple[FakeResult]:
         self._record("cuMemsetD32Async", device, value, count, stream)
-        data, offset = self._region(device, 4 * count)
-        data[offset : offset + 4 * count] = struct.pack("<I", value) * count
+        captured = self._captured(stream, MemsetNode(device, value, count, 4))
+        if captured is not None:
+            return (captured,)
+        self._memset(device, value, count, 4)
         return (SUCCESS,)
 
-    def cuMemsetD8Async(self, device: int, value: int, count: int, stream: str) -> tuple[int]:
+    @_entry
+    def cuMemsetD8Async(
+        self, device: int, value: int, count: int, stream: str
+    ) -> tuple[FakeResult]:
         self._record("cuMemsetD8Async", device, value, count, stream)
-        data, offset = self._region(device, count)
-        data[offset : offset + count] = bytes([value]) * count
+        captured = self._captured(stream, MemsetNode(device, value, count, 1))
+        if captured is not None:
+            return (captured,)
+        self._memset(device, value, count, 1)
         return (SUCCESS,)
 
+    @_entry
     def cuLaunchKernel(
         self,
         function: FakeFunction,
@@ -228,7 +553,7 @@ class FakeDriver:
         stream: str,
         params: int,
         extra: Any,
-    ) -> tuple[int]:
+    ) -> tuple[FakeResult]:
         self._record("cuLaunchKernel", function, gx, gy, gz, bx, by, bz, shared, stream, params)
         count = self.arity(function.name) if self.arity is not None else 0
         pointers = list((ctypes.c_void_p * count).from_address(params)) if count else []
@@ -236,10 +561,16 @@ class FakeDriver:
         offsets = tuple((p or 0) - (first or 0) for p in pointers)
         data = ctypes.string_at(first, offsets[-1] + 8) if pointers else b""
         launch = Launch(function, (gx, gy, gz), (bx, by, bz), shared, stream, offsets, data, extra)
+        captured = self._captured(stream, KernelNode(launch))
+        if captured is not None:
+            return (captured,)
+        self._run(launch)
+        return (SUCCESS,)
+
+    def _run(self, launch: Launch) -> None:
         self.launches.append(launch)
         if self.execute is not None:
             self.execute(launch)
-        return (SUCCESS,)
 
 
 class Interpreting:
@@ -321,6 +652,29 @@ class Interpreting:
         if launch.block[1:] != (1, 1) or launch.block[0] % 32:
             raise AssertionError(f"{kernel.name}: block {launch.block}")
         return kernel, function, args
+
+
+def stand_in_cubins(directory: Path) -> None:
+    """Give every kernel of a plan emitted without archs an sm_90 record per
+    launch configuration, its cubin a small stand-in file (the fake driver loads
+    anything; `Interpreting` needs real ones), so tests run the cuda backend on
+    a plan without compiling it ahead of time."""
+    path = Path(directory) / "plan.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    configs: dict[str, set[tuple[int, int]]] = {}
+    for launch in data["launches"]:
+        configs.setdefault(launch["kernel"], set()).add((launch["num_warps"], launch["num_stages"]))
+    for kernel in data["kernels"]:
+        kernel["compiled"] = []
+        for warps, stages in sorted(configs[kernel["name"]]):
+            image = f"stand-in {kernel['name']} {warps} {stages}".encode()
+            cubin = f"kernels/{kernel['name']}.sm90.w{warps}s{stages}.cubin"
+            (Path(directory) / cubin).write_bytes(image)
+            kernel["compiled"].append(
+                {"arch": 90, "name": kernel["name"], "num_warps": warps, "num_stages": stages}
+                | {"shared": 0, "cubin": cubin, "cubin_sha256": hashlib.sha256(image).hexdigest()}
+            )
+    path.write_text(json.dumps(data), encoding="utf-8")
 
 
 def _elf_size(image: int) -> int:

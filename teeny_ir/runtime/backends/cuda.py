@@ -23,7 +23,12 @@ step failed. `CudaBackend.run` then executes the plan in a `CudaSession`:
   shared, stream, params, 0)`` with the parameters packed by `pack_params`
   from the family's ABI: pointers as u64 device addresses, ``i32`` dims as
   int32, ``fp32`` scalars as float32, constexprs not passed, and Triton 3.x's
-  two trailing scratch pointers (global, profile) passed NULL.
+  two trailing scratch pointers (global, profile) passed NULL;
+- with ``graphs=True`` a run replays one CUDA graph per batch size instead
+  (`CudaSession.graph`): the launches and status memsets captured from the
+  stream (``cuStreamBeginCapture`` .. ``cuStreamEndCapture``), instantiated
+  once (``cuGraphInstantiate``) and launched with ``cuGraphLaunch``, the inputs
+  copied into the fixed buffers the graph reads.
 
 cuda-python is imported only here, lazily (`_load_driver`), never by
 ``import teeny_ir``; a driver module object can be injected instead
@@ -35,11 +40,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import importlib
 import math
 import struct
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,6 +80,9 @@ DEFAULT_SHARED_LIMIT = 48 * 1024
 SCRATCH_POINTERS = 2
 """Triton 3.x kernels take two trailing pointers: global scratch, profile scratch."""
 WARP_SIZE = 32
+MAX_GRAPHS = 8
+"""Batch sizes whose CUDA graph (and the arena and inputs it reads) a session
+keeps; the least recently used goes beyond (`CudaSession.max_graphs`)."""
 _NAN_BITS = 0x7FC00000
 _FORMATS = {"u64": "<Q", "i32": "<i", "f32": "<f"}
 _NUMPY_DTYPES = {"f32": "float32", "i64": "int64"}
@@ -165,6 +174,31 @@ class LaunchConfig:
     params: PackedParams
 
 
+@dataclass(frozen=True)
+class CudaGraph:
+    """One batch size's launches as an instantiated CUDA graph (`CudaSession.graph`)."""
+
+    batch: int
+    executable: Any
+    """The ``CUgraphExec`` that ``cuGraphLaunch`` replays."""
+    kernels: int
+    """Its kernel nodes: the launches with a non-empty grid, in plan order."""
+    memsets: int
+    """Its memset nodes: the status outputs set to -1 before their first writer."""
+
+
+@dataclass(frozen=True)
+class _BatchMemory:
+    """A batch size's arena, inputs and packed launches, set aside while another
+    batch size runs because a graph reads them (`CudaSession.prepare`)."""
+
+    arena: int
+    inputs: dict[str, int]
+    launches: list[LaunchConfig]
+    keep: list[Any]
+    memsets: dict[int, list[tuple[int, int]]]
+
+
 class CudaBackend:
     """Runs the plan's cubins on the first GPU through cuda-python."""
 
@@ -209,10 +243,14 @@ class CudaBackend:
         times: dict[str, float],
         progress: Progress | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
+        *,
+        graphs: bool = False,
     ) -> list[np.ndarray]:
-        """Run the plan in a `CudaSession` (see `Backend.run`)."""
+        """Run the plan in a `CudaSession` (see `Backend.run`); ``graphs``: as
+        one CUDA graph, captured and replayed once (a check of the graph path,
+        no speed-up: `run_session` is what replays a graph many times)."""
         start = time.perf_counter()
-        session = CudaSession(directory, plan, driver=self._driver())
+        session = CudaSession(directory, plan, driver=self._driver(), graphs=graphs)
         try:
             session.upload_params(tensors)
             times["load and upload"] = time.perf_counter() - start
@@ -220,22 +258,41 @@ class CudaBackend:
         finally:
             session.close()
 
-    def session(self, directory: Path, plan: Plan) -> CudaSession:
+    def session(self, directory: Path, plan: Plan, *, graphs: bool = False) -> CudaSession:
         """A `CudaSession` for repeated runs (a trainer's steps): modules, arena
         and stream stay loaded, and every run uploads the parameters it is
         given; for a training plan whose state can stay on the GPU
         (`carried_params`), the `CudaTrainingSession` a trainer steps without
-        copying its state back and forth."""
+        copying its state back and forth. ``graphs``: each run replays its
+        batch size's CUDA graph."""
         if carried_params(plan) is not None:
-            return CudaTrainingSession(directory, plan, driver=self._driver())
-        return CudaSession(directory, plan, driver=self._driver(), refresh_params=True)
+            return CudaTrainingSession(directory, plan, driver=self._driver(), graphs=graphs)
+        return CudaSession(
+            directory, plan, driver=self._driver(), refresh_params=True, graphs=graphs
+        )
+
+    def run_session(self, directory: Path, plan: Plan, *, graphs: bool = False) -> CudaSession:
+        """A `CudaSession` for runs with the same parameters
+        (`teeny_ir.runtime.RunSession`): they are uploaded at the first run
+        only. ``graphs``: each run replays its batch size's CUDA graph."""
+        return CudaSession(directory, plan, driver=self._driver(), graphs=graphs)
 
 
 class CudaSession:
     """A plan loaded on a GPU: modules and functions, parameters uploaded once,
     an arena and input buffers per batch size, one stream. `run` executes it;
     `close` frees everything. Driver failures raise `WorkerError` (one line);
-    a plan the GPU cannot run raises `BackendUnavailableError`."""
+    a plan the GPU cannot run raises `BackendUnavailableError`.
+
+    With ``graphs`` a run replays its batch size's CUDA graph (`graph`,
+    `replay`) instead of launching each kernel (`launch`). A graph holds every
+    device address it was captured with: the parameters (allocated once; new
+    values are uploaded into the same allocations, which the graph reads at
+    each replay), the inputs (each run copies its arrays into the same input
+    buffers) and the arena. So a session keeps the arena and inputs of every
+    batch size that has a graph (up to `max_graphs`, least recently used
+    first out: its graph destroyed with them), and a graph lives exactly as
+    long as the memory it reads."""
 
     def __init__(
         self,
@@ -245,8 +302,17 @@ class CudaSession:
         device: int = 0,
         *,
         refresh_params: bool = False,
+        graphs: bool = False,
     ) -> None:
         self.driver = _load_driver() if driver is None else driver
+        self.use_graphs = graphs
+        """Whether `run` replays the batch size's CUDA graph instead of
+        launching each kernel on the stream (a run with a ``trace`` launches)."""
+        self.graphs: dict[int, CudaGraph] = {}
+        """Batch size -> its instantiated graph, least recently used first."""
+        self.max_graphs = MAX_GRAPHS
+        self._held: dict[int, _BatchMemory] = {}
+        """The memory of the batch sizes in `graphs` other than ``batch``."""
         self.refresh_params = refresh_params
         """Whether each `run` uploads the parameters again (a trainer's session
         whose state cannot stay on the GPU: its parameters change every step)
@@ -419,12 +485,14 @@ class CudaSession:
             return self.launches
         import numpy as np
 
-        self._free(self.arena)
-        for address in self.inputs.values():
-            self._free(address)
-        self.batch, self.arena, self.inputs, self.launches = 0, 0, {}, []
+        self._set_aside()
+        held = self._held.pop(batch, None)
+        if held is not None:  # its graph reads this memory: the launches are packed
+            self.arena, self.inputs, self.launches = held.arena, held.inputs, held.launches
+            self._keep, self._memsets, self.batch = held.keep, held.memsets, batch
+            return self.launches
         env = {BATCH: batch}
-        nbytes = memory.arena_bytes(self.plan, batch)
+        nbytes = memory.layout(self.plan, batch).arena
         self.arena = self._alloc(nbytes)
         if nbytes >= 4:  # NaN everywhere: a region no kernel wrote shows
             self._call("cuMemsetD32Async", self.arena, _NAN_BITS, nbytes // 4, self._stream)
@@ -459,15 +527,29 @@ class CudaSession:
         self.batch = batch
         return self.launches
 
+    def _set_aside(self) -> None:
+        """Leave the current batch size: keep its memory when its graph reads
+        it, else free it."""
+        if self.batch in self.graphs:
+            self._held[self.batch] = _BatchMemory(
+                self.arena, self.inputs, self.launches, self._keep, self._memsets
+            )
+        else:
+            self._free(self.arena)
+            for address in self.inputs.values():
+                self._free(address)
+        self.batch, self.arena, self.inputs, self.launches = 0, 0, {}, []
+        self._keep, self._memsets = [], {}
+
     def _shared(self, kernel: KernelSpec, launch: LaunchSpec) -> int:
         return self._chosen[kernel.name, launch.num_warps, launch.num_stages].shared
 
     def addresses(self, batch: int) -> dict[str, int]:
         """Every tensor a launch may bind -> its device address at ``batch``."""
-        env = {BATCH: batch}
+        offsets = memory.layout(self.plan, batch).offsets
         found = dict(self.params) | dict(self.inputs)
         for buffer in self.plan.buffers:
-            found[buffer.name] = self.arena + eval_text(buffer.offset, env)
+            found[buffer.name] = self.arena + offsets[buffer.name]
         for view in self.plan.views:
             found[view.name] = found[view.base] + view.offset * memory.BYTES["f32"]
         return found
@@ -477,23 +559,30 @@ class CudaSession:
         uploaded); ``after(config)``, when given, runs after each launch."""
         launches = self.prepare(batch)
         for config in launches:
-            for address, nbytes in self._memsets.get(config.index, ()):
-                # -1 in every int64: a status no kernel wrote reads as "not written"
-                self._call("cuMemsetD8Async", address, 0xFF, nbytes, self._stream)
+            self._set_statuses(config, self._call)
             self.enqueue(config)
             if after is not None:
                 after(config)
             if progress is not None:
                 progress(config.index + 1, len(launches))
 
+    def _set_statuses(self, config: LaunchConfig, call: Callable[..., Any]) -> None:
+        """Before a launch, set each status output it writes first to -1 (in
+        every int64: a status no kernel wrote reads as "not written")."""
+        for address, nbytes in self._memsets.get(config.index, ()):
+            call("cuMemsetD8Async", address, 0xFF, nbytes, self._stream)
+
     def enqueue(self, config: LaunchConfig) -> None:
         """``cuLaunchKernel`` of one prepared launch on the stream (nothing for
         an empty grid); `launch` runs them all in order (a benchmark may time
         one alone)."""
+        self._launch_kernel(config, self._call)
+
+    def _launch_kernel(self, config: LaunchConfig, call: Callable[..., Any]) -> None:
         if not all(config.grid):
             return
         _, pointers = self._keep[config.index]
-        self._call(
+        call(
             "cuLaunchKernel",
             config.function,
             *config.grid,
@@ -503,6 +592,91 @@ class CudaSession:
             ctypes.addressof(pointers),
             0,
         )
+
+    def graph(self, batch: int) -> CudaGraph:
+        """The CUDA graph of every launch at ``batch``, built the first time.
+
+        Built by stream capture: between ``cuStreamBeginCapture`` (thread-local
+        mode: the calls a capture makes unsafe are refused to this thread only,
+        not to the process's other threads) and ``cuStreamEndCapture`` the
+        session enqueues exactly what `launch` does, each status memset and
+        each ``cuLaunchKernel`` with its `pack_params` parameters, which the
+        driver records as nodes of one chain in plan order (it copies the
+        parameter values at the call, as for a launch) instead of running them.
+        So the graph is the stream path's own calls, not a second description
+        of them. ``cuGraphInstantiate`` makes it executable once; the captured
+        ``CUgraph`` is destroyed then (the executable graph does not need it).
+
+        Raises `WorkerError` (one line, the driver call and its error) when a
+        call fails; the capture is ended first, so the session stays usable."""
+        self.prepare(batch)
+        found = self.graphs.pop(batch, None)
+        if found is None:
+            found = self._capture(batch)
+            while len(self.graphs) >= max(self.max_graphs, 1):
+                self._drop_graph(next(iter(self.graphs)))  # the least recently used
+        self.graphs[batch] = found  # now the most recently used
+        return found
+
+    def _capture(self, batch: int) -> CudaGraph:
+        driver, stream = self.driver, self._stream
+        call = functools.partial(_call, driver)
+        mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+        graph: Any = None
+        try:
+            call("cuStreamBeginCapture", stream, mode)
+            try:
+                for config in self.launches:
+                    self._set_statuses(config, call)
+                    self._launch_kernel(config, call)
+            except _DriverCallError:
+                with contextlib.suppress(_DriverCallError):  # leave capture mode
+                    graph = call("cuStreamEndCapture", stream)
+                raise
+            graph = call("cuStreamEndCapture", stream)
+            executable = call("cuGraphInstantiate", graph, 0)
+        except _DriverCallError as err:
+            raise WorkerError(
+                f"the cuda backend could not build a CUDA graph of the launches at batch "
+                f"{batch}: {err} (without graphs the launches go to the stream one by one)"
+            ) from None
+        finally:
+            if graph is not None:
+                _quiet(driver, "cuGraphDestroy", graph)
+        kernels = sum(1 for config in self.launches if all(config.grid))
+        memsets = sum(len(self._memsets.get(config.index, ())) for config in self.launches)
+        return CudaGraph(batch, executable, kernels, memsets)
+
+    def replay(self, batch: int, progress: Progress | None = None) -> None:
+        """Enqueue the graph of ``batch`` on the stream (`graph`: built the first
+        time; the inputs already uploaded); ``progress`` gets (all, all)."""
+        graph = self.graph(batch)
+        self._call("cuGraphLaunch", graph.executable, self._stream)
+        if progress is not None:
+            progress(len(self.launches), len(self.launches))
+
+    def execute(self, batch: int, progress: Progress | None = None) -> None:
+        """Every launch at ``batch``: `replay` with graphs on, else `launch`."""
+        if self.use_graphs:
+            self.replay(batch, progress)
+        else:
+            self.launch(batch, progress)
+
+    def _drop_graph(self, batch: int) -> None:
+        """Destroy the graph of ``batch`` and free the memory only it kept."""
+        graph = self.graphs.pop(batch)
+        _quiet(self.driver, "cuGraphExecDestroy", graph.executable)
+        held = self._held.pop(batch, None)
+        if held is not None:
+            self._free(held.arena)
+            for address in held.inputs.values():
+                self._free(address)
+
+    def drop_graphs(self) -> None:
+        """Destroy every graph (and free the memory of the batch sizes set aside
+        for them); the next replay captures again."""
+        for batch in list(self.graphs):
+            self._drop_graph(batch)
 
     def synchronize(self) -> None:
         self._call("cuStreamSynchronize", self._stream)
@@ -541,9 +715,18 @@ class CudaSession:
             self.synchronize()
             trace[config.index] = [self.read(name, batch) for name in dict.fromkeys(written)]
 
-        self.launch(batch, progress, record if trace is not None else None)
-        self.synchronize()
-        times["launches"] = time.perf_counter() - start
+        if self.use_graphs and trace is None:  # a graph cannot stop between launches
+            if batch not in self.graphs:
+                self.graph(batch)
+                times["capture and instantiate graph"] = time.perf_counter() - start
+                start = time.perf_counter()
+            self.replay(batch, progress)
+            self.synchronize()
+            times["graph launch"] = time.perf_counter() - start
+        else:
+            self.launch(batch, progress, record if trace is not None else None)
+            self.synchronize()
+            times["launches"] = time.perf_counter() - start
         start = time.perf_counter()
         statuses = {
             name: self.read(name, batch).reshape(-1).tolist()
@@ -589,7 +772,10 @@ class CudaSession:
         ).copy()
 
     def close(self) -> None:
-        """Free the session's memory, modules and stream (best effort)."""
+        """Free the session's graphs, memory, modules and stream (best effort)."""
+        for graph in self.graphs.values():
+            _quiet(self.driver, "cuGraphExecDestroy", graph.executable)
+        self.graphs, self._held = {}, {}
         for address in reversed(self._allocations):
             _quiet(self.driver, "cuMemFree", address)
         self._allocations = []
@@ -664,11 +850,19 @@ class CudaTrainingSession(CudaSession):
     back, one tensor per updated weight, when the trainer needs it on the host.
     """
 
-    def __init__(self, directory: Path, plan: Plan, driver: Any = None, device: int = 0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        plan: Plan,
+        driver: Any = None,
+        device: int = 0,
+        *,
+        graphs: bool = False,
+    ) -> None:
         carried = carried_params(plan)
         if carried is None:
             raise RuntimeInputError("this plan's training state cannot stay on the GPU")
-        super().__init__(directory, plan, driver, device)
+        super().__init__(directory, plan, driver, device, graphs=graphs)
         self.carried = carried
         """Parameter name -> index of the output that holds its next value."""
         self.state_params = {plan.role(k)[1]: p for p, k in reversed(self.carried.items())}
@@ -690,7 +884,7 @@ class CudaTrainingSession(CudaSession):
         self.prepare(batch)
         for spec in plan.inputs:
             self._upload(self.inputs[spec.name], inputs[spec.name])
-        self.launch(batch)
+        self.execute(batch)
         self.synchronize()
         statuses = {
             name: self.read(name, batch).reshape(-1).tolist()

@@ -109,16 +109,17 @@ class _Loaded:
         import torch
 
         env = {BATCH: batch}
+        layout = memory.layout(self.plan, batch)  # the placement at this batch
         if self.arena is None or self.arena[0] != batch:
             self.arena = None  # free the previous batch size's arena first
-            arena = torch.empty(memory.arena_bytes(self.plan, batch), dtype=torch.uint8)
+            arena = torch.empty(layout.arena, dtype=torch.uint8)
             arena.view(torch.float32).fill_(float("nan"))
             self.arena = (batch, arena)
         arena = self.arena[1]
         views: dict[str, Any] = {}
         for buffer in self.plan.buffers:
             shape = [d if isinstance(d, int) else eval_text(d, env) for d in buffer.shape]
-            start = eval_text(buffer.offset, env)
+            start = layout.offsets[buffer.name]
             size = math.prod(shape) * memory.BYTES[buffer.dtype]
             dtype = torch.int64 if buffer.dtype == "i64" else torch.float32
             views[buffer.name] = arena[start : start + size].view(dtype).view(shape)
