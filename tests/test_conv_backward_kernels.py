@@ -8,7 +8,9 @@ Each kernel case is one ``graph.conv2d_backward_data`` or
 by the family's ``@lowers`` rule, so the dims and the grid are what the
 compiler emits at the case's batch (1 or 3). The convolutions are LeNet's two
 (5x5 pad 2 on 1x28x28 -> 6, 5x5 on 6x14x14 -> 16) and odd ones: stride 2 with
-padding 1 on odd sizes, dilation 2, groups 2, depthwise, asymmetric padding
+padding 1 on odd sizes, dilation 2, groups 2, one group per input channel with
+two output channels each (a depthwise convolution, one output channel per
+input channel, is the depthwise backward families'), asymmetric padding
 and kernels, stride 3 over a 2x2 kernel (rows no window reads). Most cases
 run the lowering's tiles (the ``gpu`` profile: the backward ops carry no tile
 profile); some shrink them to 16x16x16 (many programs, many K chunks), three
@@ -92,7 +94,7 @@ CONVS = {
         Conv("s2p1", 5, (11, 9), 8, (3, 3), strides=(2, 2), padding=(1, 1, 1, 1)),
         Conv("dil2", 4, (13, 10), 6, (3, 3), padding=(2, 1, 2, 1), dilation=(2, 2)),
         Conv("groups2", 6, (9, 7), 10, (3, 3), padding=(1, 1, 1, 1), groups=2),
-        Conv("depthwise", 8, (10, 9), 8, (3, 3), strides=(2, 2), padding=(1, 1, 0, 0), groups=8),
+        Conv("multiplier2", 8, (10, 9), 16, (3, 3), strides=(2, 2), padding=(1, 1, 0, 0), groups=8),
         Conv("asym", 3, (8, 11), 5, (2, 3), strides=(1, 2), padding=(0, 2, 1, 0)),
         Conv("s3k2", 3, (8, 8), 4, (2, 2), strides=(3, 3)),
         Conv("wide16", 16, (6, 7), 8, (3, 3), strides=(2, 2), padding=(1, 1, 1, 1)),
@@ -188,7 +190,7 @@ def kernel_case(
     return case
 
 
-INTERPRETER_TILED = ("lenet1", "lenet2", "depthwise")
+INTERPRETER_TILED = ("lenet1", "lenet2", "multiplier2")
 """Convolutions whose input gradient at batch 3 runs the ``interpreter``
 profile's tiles (the most programs at the ``gpu`` tiles: they cost the
 interpreter the most); every other case runs the lowering's ``gpu`` tiles or
@@ -218,7 +220,7 @@ def all_cases() -> list[Case]:
     cases.append(kernel_case("data", "s2p1", 1, rng, extra_programs=2))
     cases.append(kernel_case("weight", "lenet2", 1, rng, blocks=small))
     cases.append(kernel_case("weight", "dil2", 3, rng, blocks=(16, 16, 32), extra_programs=3))
-    cases.append(kernel_case("weight", "depthwise", 1, rng, extra_programs=2))
+    cases.append(kernel_case("weight", "multiplier2", 1, rng, extra_programs=2))
     # Batch-strided views of the activations.
     cases.append(kernel_case("data", "s2p1", 3, rng, views={"dy": (11, 2), "dx": (9, 3)}))
     cases.append(kernel_case("weight", "groups2", 3, rng, views={"x": (9, 1), "dy": (13, 3)}))

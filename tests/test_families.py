@@ -166,6 +166,18 @@ SAMPLES: dict[str, str] = {
         [GRAD_W],
         "strides [1, 1] padding [0, 0, 0, 0] dilation [1, 1] groups 1",
     ),
+    "depthwise_conv_backward_data": _one_op(
+        "graph.conv2d_backward_data",
+        [_t("?", 4, 4, 3), _t(4, 1, 3, 3)],
+        [_t("?", 4, 7, 6)],
+        "strides [2, 2] padding [1, 1, 1, 1] groups 4",
+    ),
+    "depthwise_conv_backward_weight": _one_op(
+        "graph.conv2d_backward_weight",
+        [_t("?", 4, 7, 6), _t("?", 4, 4, 3)],
+        [_t(4, 1, 3, 3)],
+        "strides [2, 2] padding [1, 1, 1, 1] groups 4",
+    ),
     "activation_grad": _one_op("graph.activation_grad", [X4, X4], [X4], "activation silu"),
     "softmax_backward": _one_op("graph.softmax_backward", [ROWS, ROWS], [ROWS], "axis 1"),
     "cross_entropy_backward": _one_op(

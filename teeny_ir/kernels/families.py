@@ -35,6 +35,8 @@ FAMILY_PACKAGES = (
     "avg_pool2d_backward",
     "sgd_update",
     "adamw_update",
+    "depthwise_conv_backward_data",
+    "depthwise_conv_backward_weight",
     "conv2d_backward_data",
     "conv2d_backward_weight",
     "activation_grad",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dialects.graph.conv import Conv2dBackwardDataOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.conv2d_backward_data.tiles import launch_config, pick_tiles
+from teeny_ir.kernels.depthwise_conv_backward_data.lowering import accepts as depthwise
 from teeny_ir.kernels.lowering import (
     LoweringContext,
     batch_stride_expr,
@@ -20,7 +21,7 @@ from teeny_ir.kernels.lowering import (
 )
 
 
-@lowers(Conv2dBackwardDataOp)
+@lowers(Conv2dBackwardDataOp, when=lambda op: not depthwise(op))
 def lower_conv2d_backward_data(ctx: LoweringContext, op: Conv2dBackwardDataOp) -> LaunchOp:
     """The input gradient as one conv2d_backward_data launch."""
     x_shape = tensor_type(op.result).get_shape()

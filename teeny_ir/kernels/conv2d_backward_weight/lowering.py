@@ -13,6 +13,7 @@ import math
 from dialects.graph.conv import Conv2dBackwardWeightOp
 from dialects.kernel import LaunchOp
 from teeny_ir.kernels.conv2d_backward_weight.tiles import launch_config, pick_tiles
+from teeny_ir.kernels.depthwise_conv_backward_weight.lowering import accepts as depthwise
 from teeny_ir.kernels.lowering import (
     LoweringContext,
     batch_stride_expr,
@@ -22,7 +23,7 @@ from teeny_ir.kernels.lowering import (
 )
 
 
-@lowers(Conv2dBackwardWeightOp)
+@lowers(Conv2dBackwardWeightOp, when=lambda op: not depthwise(op))
 def lower_conv2d_backward_weight(ctx: LoweringContext, op: Conv2dBackwardWeightOp) -> LaunchOp:
     """The weight gradient as one conv2d_backward_weight launch."""
     x_shape = tensor_type(op.input).get_shape()
