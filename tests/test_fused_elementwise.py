@@ -55,7 +55,7 @@ def _fused(program: str, shapes: Sequence[Sequence[int | str]], out: Sequence[in
 
 
 def _draw(shape: Sequence[int], positive: bool = False) -> np.ndarray:
-    x = RNG.standard_normal(shape).astype(np.float32)
+    x = np.asarray(RNG.standard_normal(shape), np.float32)
     return np.abs(x) + np.float32(0.1) if positive else x
 
 
@@ -103,6 +103,8 @@ SPECS = [
         3,
         views=(("in0", (8, 2)), ("out", (6, 3))),
     ),
+    # A rank-0 input broadcast to a vector.
+    Spec("exp %0; add $0 %1", ((), (5,)), (5,)),
     # The positive-domain entries.
     Spec("log %0; sqrt %1; add $0 $1; reciprocal $2", ((6, 11), (6, 11)), (6, 11), positive=True),
 ]

@@ -48,7 +48,7 @@ def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]
     rank above `RANK`, imply nothing (the validator then refuses the launch).
     The batch strides are the validator's."""
     out = shapes["out"]
-    if any(len(shape) > RANK or not shape for shape in shapes.values()):
+    if any(len(shape) > RANK for shape in shapes.values()):
         return []
     sizes = padded(out)
     dims: dict[str, int | None] = {"numel": math.prod(out), "out_image": _image(out)}
