@@ -37,9 +37,12 @@ Statistics: ``fusions`` (fused ops made), ``absorbed`` (ops they replace),
 ``cuts`` (remarks).
 
 The pass runs in ``teeny-inference``, after fuse-epilogues (an activation
-that can ride in a convolution's or a GEMM's epilogue is taken there first).
-`graph.fused_pointwise` has no VJP rule: training differentiates the unfused
-ops, so ``teeny-training`` does not run this pass.
+that can ride in a convolution's or a GEMM's epilogue is taken there first),
+and in ``teeny-training`` after apply-optimizer: the backward and the update
+are built from the unfused ops (`graph.fused_pointwise` has no VJP rule), and
+then the forward's and the backward's chains are fused, a group never mixing
+training phases (`phase`: the fused op keeps its ops' ``teeny.backward`` or
+``teeny.update``, so the plan's phases are unchanged).
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from xdsl.rewriter import Rewriter
 from dialects.graph.fused_pointwise import FusedPointwiseOp
 from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
 from passes.fuse_epilogues import fused_location
+from passes.lower_graph_to_kernel import PHASE_ATTRS
 from teeny_ir.core import pointwise, pointwise_program
 from teeny_ir.core.diagnostics import DiagnosticEngine, engine_of
 from teeny_ir.kernels.elementwise.contract import RANK
@@ -70,6 +74,12 @@ def candidate(op: Operation) -> bool:
         return False
     values = (*op.operands, *op.results)
     return all(isinstance(v.type, TensorType) and len(v.type.get_shape()) <= RANK for v in values)
+
+
+def phase(op: Operation) -> tuple[str, ...]:
+    """The training phase an op belongs to (its `PHASE_ATTRS`: none in the
+    forward); a group never mixes phases, and the fused op keeps its group's."""
+    return tuple(key for key in PHASE_ATTRS if key in op.attributes)
 
 
 def _producer(value: SSAValue) -> Operation | None:
@@ -152,7 +162,7 @@ class FusePointwise:
                             producer,
                         )
                     continue
-                if not candidate(producer):
+                if not candidate(producer) or phase(producer) != phase(root):
                     continue
                 users = {use.operation for use in producer.results[0].uses}
                 if not (users <= set(group.ops) or all(candidate(u) for u in users)):
@@ -209,6 +219,8 @@ class FusePointwise:
         assert isinstance(result_type, TensorType)
         fused = FusedPointwiseOp(inputs, program, result_type)
         fused.location = fused_location(ordered)
+        for key in phase(root):
+            fused.attributes[key] = root.attributes[key]
         Rewriter.replace_op(root, fused)
         self.fusions += 1
         self.absorbed += len(ordered)

@@ -176,10 +176,11 @@ PIPELINES: dict[str, NamedPipeline] = {
             "teeny-training",
             "training: batch norms in training form, biases split, attentions fused, conv+bias+activation "
             "fused (mode=training), conv algorithms picked, the backward inserted, the "
-            "optimizer step appended and everything lowered to kernel ops (options: "
+            "optimizer step appended, pointwise chains fused and everything lowered to kernel ops (options: "
             "optimizer=sgd|adamw, lr, momentum, weight-decay, betas, eps, decay-all, profile)",
             "builtin.module(train-mode,split-bias,fuse-attention,fuse-epilogues{mode=training},"
-            "select-conv-algorithm,insert-backward,apply-optimizer,lower-graph-to-kernel)",
+            "select-conv-algorithm,insert-backward,apply-optimizer,fuse-pointwise,"
+            "lower-graph-to-kernel)",
             TRAINING_OPTIONS,
         ),
         NamedPipeline(
