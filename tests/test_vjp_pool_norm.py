@@ -198,6 +198,8 @@ MAX_CASES = [
     ((3, 7, 7), (3, 3), (2, 2), (1, 1, 1, 1), None, True),  # ceil mode
     ((1, 6, 5), (2, 3), (2, 2), None, (1, 2), True),
     ((2, 5, 5), (5, 5), (1, 1), (2, 2, 2, 2), None, False),  # SPPF-like
+    ((2, 9, 11), (5, 5), (2, 2), (2, 2, 2, 2), None, True),  # SPPF's window, strided
+    ((2, 11, 13), (2, 3), (3, 4), None, None, False),  # strides past the kernel
 ]
 
 

@@ -21,6 +21,9 @@ from pathlib import Path
 from teeny_ir.kernels.contract import Constexpr, GridAxis, KernelArg, KernelFamily
 
 MAX_I32 = 2**31 - 1
+MAX_WINDOW_COLUMNS = 63
+"""The widest window (``KW``) the kernel takes: it marks the windows beaten in a
+word of 63 bits, a row of ``KW`` windows at least."""
 
 
 def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]]:
@@ -41,10 +44,12 @@ _PTR = "*fp32"
 FAMILY = KernelFamily(
     name="max_pool2d_backward",
     summary=(
-        "NCHW max pool input gradient, gathered per dx element: for each kernel tap, the "
-        "window that reads the element there gets its argmax recomputed (taps inside the "
-        "input in row-major order, first maximum on ties, a NaN takes over) and passes dy "
-        "if it is this element; constexpr kernel, strides, padding, dilation; no atomics"
+        "NCHW max pool input gradient, gathered per dx element in O(KH * KW): each of the "
+        "element's (2 KH - 1) x (2 KW - 1) neighbours inside the input is compared with it "
+        "once and marks the windows in which it beats the element (a tap before it unless "
+        "smaller, one after it if greater or NaN: the first maximum wins ties, the last NaN "
+        "wins); each window reading the element that nothing beats passes its dy; "
+        "constexpr kernel, strides, padding, dilation; no atomics"
     ),
     args=(
         KernelArg("x", "input", _PTR),

@@ -1,6 +1,7 @@
 """Lowering rule of the ``max_pool2d_backward`` family: a
 ``graph.max_pool2d_backward`` becomes one launch over the dx elements, the
-window geometry as constexprs."""
+window geometry as constexprs. A window over 63 columns is refused: one row of
+its windows would not fit the kernel's 63-bit word of windows."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from teeny_ir.kernels.lowering import (
     lowers,
     tensor_type,
 )
-from teeny_ir.kernels.max_pool2d_backward.contract import MAX_I32
+from teeny_ir.kernels.max_pool2d_backward.contract import MAX_I32, MAX_WINDOW_COLUMNS
 from teeny_ir.kernels.max_pool2d_backward.tiles import element_tiles, launch_config, residues
 
 
@@ -24,6 +25,11 @@ def lower_max_pool2d_backward(ctx: LoweringContext, op: MaxPool2dBackwardOp) -> 
     out_h, out_w = tensor_type(op.grad).get_shape()[2:]
     if max(channels * height * width, channels * out_h * out_w) > MAX_I32:
         raise Unlowerable("an image of 2**31 or more elements exceeds the kernel's 32-bit offsets")
+    if op.kernel[1] > MAX_WINDOW_COLUMNS:
+        raise Unlowerable(
+            f"a window of {op.kernel[1]} columns exceeds the kernel's {MAX_WINDOW_COLUMNS} "
+            "(one row of windows per 63-bit word)"
+        )
     top, left, _, _ = op.padding
     rh, gh, ih = residues(op.strides[0], op.dilation[0])
     rw, gw, iw = residues(op.strides[1], op.dilation[1])

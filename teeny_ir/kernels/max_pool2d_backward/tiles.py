@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import math
 
-BLOCK = 1024
-"""dx elements per program, one per lane, as a forward pool's outputs."""
+BLOCK = 128
+"""dx elements per program: one per thread of the 4 warps. A thread's code
+repeats its unrolled neighbour columns and windows per element it holds, so a
+wider block multiplies the code (SPPF's 5 x 5: about 700 PTX lines at one
+element per thread, 3,250 at 1024, eight per thread) and adds no parallelism
+the grid lacks."""
 INTERPRETER_BLOCK = 16384
 """The ``interpreter`` profile's: Triton's interpreter pays per program and per
 op, not per element, so fewer, larger programs run faster there."""
