@@ -503,6 +503,7 @@ def test_teeny_inference_passes_the_profile_on() -> None:
         "split-bias",
         "fuse-attention",
         "fuse-epilogues",
+        "fuse-pointwise",
         "select-conv-algorithm",
         "lower-graph-to-kernel",
     ]
@@ -555,7 +556,7 @@ def test_pipeline_option_errors(name: str, options: list[Any], message: str) -> 
 def test_pipeline_option_through_the_pass_manager() -> None:
     text = PassManager.parse("teeny-inference{profile=interpreter}").pipeline_string()
     assert text == (
-        "builtin.module(split-bias,fuse-attention,fuse-epilogues,"
+        "builtin.module(split-bias,fuse-attention,fuse-epilogues,fuse-pointwise,"
         "select-conv-algorithm{profile=interpreter},"
         "lower-graph-to-kernel{profile=interpreter})"
     )
