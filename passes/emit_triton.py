@@ -89,11 +89,19 @@ class EmitTritonPass(ModulePass):
         collected = collect(forward)
         collected.memory = MEMORY_OPTIONS[self.memory]
         collected.precision = self.precision
-        check_schema(forward, collected)
+        draft = check_schema(forward, collected)
         if "\0" in self.out_dir:
             raise error_at("emit-triton: out-dir must not contain a NUL character", forward)
         if self.jobs < 0:
             raise error_at(
                 f"emit-triton: jobs must be 0 (one per CPU) or more, got {self.jobs}", op
             )
-        emit(self.out_dir, forward, collected, self.archs, jobs=self.jobs, cache=self.cache == "on")
+        emit(
+            self.out_dir,
+            forward,
+            collected,
+            self.archs,
+            jobs=self.jobs,
+            cache=self.cache == "on",
+            draft=draft,
+        )

@@ -12,16 +12,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import io
+import json
 import os
+import random
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from teeny_ir.backend import aot, cache
 from teeny_ir.backend.triton_settings import COMPILE_PINS
+from teeny_ir.core import expressions
+from teeny_ir.kernels import validator
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import render
 
@@ -446,3 +451,272 @@ def test_a_stand_in_compiler_is_never_cached(
     emit(model, tmp_path / "o")
     assert entries(Path(env["TEENY_CACHE_DIR"])) == []
     assert not cache.store(key(), dataclasses.replace(VARIANT, cubin=b"other"), tmp_path)
+
+
+def test_two_cold_compiles_write_identical_plan_directories(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same model compiled twice from nothing (no compile cache, each with
+    its own empty Triton cache): in this process, and in two worker processes
+    that take the variants largest first - the same bytes, file for file."""
+    model = tmp_path / "two.mlir"
+    model.write_text(TWO_KERNELS)
+    outputs = []
+    for jobs, name in ((1, "serial"), (2, "parallel")):
+        monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / f"triton-{name}"))
+        out = tmp_path / name
+        code, err = opt(
+            str(model),
+            "-p",
+            f"emit-triton{{out-dir={out} archs=80 jobs={jobs} cache=off}}",
+            "-o",
+            os.devnull,
+        )
+        assert code == 0, err
+        outputs.append(files_of(out))
+    assert outputs[0] == outputs[1]
+    assert sorted(outputs[0]) == [
+        "kernels/elementwise_0.py",
+        "kernels/elementwise_0.sm80.cubin",
+        "kernels/elementwise_1.py",
+        "kernels/elementwise_1.sm80.cubin",
+        "plan.json",
+    ]
+
+
+def test_the_pool_takes_the_largest_tiles_first_and_returns_in_job_order(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    jobs = []
+    for i, block in enumerate((256, 1024, 256)):
+        path = tmp_path / f"elementwise_{i}.py"
+        constexprs: dict[str, int | str] = {"OP": "relu", "BLOCK": block}
+        path.write_text(render(ELEMENTWISE, path.stem, constexprs))
+        jobs.append(_job(path, path.stem, constexprs))
+    assert aot._largest_first(jobs) == [1, 0, 2]  # equals keep their order
+    gemm = aot.Job(
+        tmp_path / "g.py", "g", FAMILIES["conv1x1_gemm"], CONV1X1_TILES, 80, 4, 2
+    )  # 64*64 + 64*16 + 16*64 elements, 2 stages: before a 1024-element block
+    assert aot._largest_first([*jobs, gemm]) == [3, 1, 0, 2]
+    results = aot.compile_all(jobs, 2)
+    assert [r.name for r in results] == ["elementwise_0", "elementwise_1", "elementwise_2"]
+
+
+CONV1X1_TILES: dict[str, int | str] = {
+    "BLOCK_M": 64,
+    "BLOCK_N": 64,
+    "BLOCK_K": 16,
+    "GROUP_M": 8,
+    "ACTIVATION": "silu",
+    "HAS_RESIDUAL": 0,
+}
+
+
+# --- compile time: what the front end proves and checks ---------------------
+
+
+def _lowered_contracts(model: Path) -> list[tuple[validator.LaunchContract, tuple[int, ...]]]:
+    """The distinct (canonical) contracts lowering ``model`` proves, with the
+    batches each is proven for."""
+    seen: dict[tuple[validator.LaunchContract, tuple[int, ...]], None] = {}
+    real = validator.canonical
+
+    def spy(contract: validator.LaunchContract) -> validator.LaunchContract:
+        canonical = real(contract)
+        seen[canonical, validator.COVERAGE_BATCHES] = None
+        return canonical
+
+    validator._validate.cache_clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(validator, "canonical", spy)
+        code, err = opt(str(model), "-p", "teeny-inference", "-o", os.devnull)
+    assert code == 0, err
+    return list(seen)
+
+
+def _outcome(contract: validator.LaunchContract, batches: tuple[int, ...], symbolic: bool) -> str:
+    """What `validator.validate` says of ``contract``: ``ok`` or the message,
+    with the symbolic proof over a range, or batch by batch only."""
+    validator._validate.cache_clear()
+    with pytest.MonkeyPatch.context() as patch:
+        if not symbolic:
+            patch.setattr(validator, "_proven_over_range", lambda *args: False)
+        try:
+            validator.validate(contract, batches)
+        except validator.ContractError as err:
+            return f"refused: {err}"
+        except expressions.ExpressionError as err:
+            return f"expression error: {err}"
+        finally:
+            validator._validate.cache_clear()
+    return "ok"
+
+
+_NEW_EXPRESSIONS = (
+    "B", "B * 3", "B - 1", "0", "7", "B * B", "cdiv(B, 3)", "floordiv(B * 7, 4)", "max(B, 3)",
+    "min(B, 64)", "2147483647 * B", "2147483648", "64 - B", "cdiv(B * 16, 64)",
+    "floordiv(64, B)", "B * 65536",
+)  # fmt: skip
+
+
+def _mutated(contract: validator.LaunchContract, rng: random.Random) -> validator.LaunchContract:
+    """``contract`` with one dim, grid entry, shape entry or batch stride changed
+    (a batch-stride dim made to hold at B = 1 only, among others)."""
+    kind = rng.randrange(5)
+    dims = [i for i, (_, key) in enumerate(contract.args) if not key.startswith("%")]
+    stride_dims = set(FAMILIES[contract.family].batch_strides.values())
+    strided = [i for i in dims if contract.args[i][0] in stride_dims]
+    if kind == 4 and strided:
+        index = rng.choice(strided)
+        name, text = contract.args[index]
+        args = list(contract.args)
+        args[index] = (name, rng.choice([f"B * ({text})", f"{text} + B - 1", f"{text} + 64 - B"]))
+        return dataclasses.replace(contract, args=tuple(args))
+    if kind == 0 and dims:
+        index = rng.choice(dims)
+        name, text = contract.args[index]
+        new = rng.choice([*_NEW_EXPRESSIONS, f"{text} + 1", f"({text}) * 2", f"B * ({text})"])
+        args = list(contract.args)
+        args[index] = (name, new)
+        return dataclasses.replace(contract, args=tuple(args))
+    if kind == 1:
+        index = rng.randrange(3)
+        grid = list(contract.grid)
+        grid[index] = rng.choice([*_NEW_EXPRESSIONS, f"{grid[index]} - 1", "B * 70000"])
+        return dataclasses.replace(contract, grid=tuple(grid))
+    if kind == 2 and contract.strides:
+        index = rng.randrange(len(contract.strides))
+        strides = list(contract.strides)
+        key, stride = strides[index]
+        strides[index] = (key, stride + rng.choice([-1, 1, 64]))
+        return dataclasses.replace(contract, strides=tuple(strides))
+    index = rng.randrange(len(contract.tensors))
+    key, shape = contract.tensors[index]
+    if not shape:
+        return contract
+    at = rng.randrange(len(shape))
+    choices: list[validator.Dim] = [1, "B + 1", "B - 1", "2 * B", "floordiv(B + 1, 2)"]
+    old_dim = shape[at]
+    if isinstance(old_dim, int):
+        choices += [old_dim + 1, old_dim - 1]
+    new_dim = rng.choice(choices)
+    tensors = list(contract.tensors)
+    tensors[index] = (key, (*shape[:at], new_dim, *shape[at + 1 :]))
+    return dataclasses.replace(contract, tensors=tuple(tensors))
+
+
+def test_launch_proofs_over_the_batch_range_are_symbolic_and_agree_with_batch_by_batch() -> None:
+    """Every launch YOLOv8n (and the slice model) lowers to is proven for B =
+    1..64 without a batch-by-batch proof, and on those launches with one
+    quantity changed (a dim, a grid entry, a shape entry, a batch stride:
+    most then unsafe) the validator says exactly what the batch-by-batch proof
+    alone says, message for message, for 1..64 and for 3..8."""
+    contracts = _lowered_contracts(ROOT / "examples" / "yolov8n" / "yolov8n.mlir")
+    contracts += _lowered_contracts(SLICE)
+    proven: list[bool] = []
+    real = validator._proven_over_range
+
+    def spy(*args: Any) -> bool:
+        proven.append(real(*args))
+        return proven[-1]
+
+    validator._validate.cache_clear()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(validator, "_proven_over_range", spy)
+        for contract, batches in contracts:
+            validator.validate(contract, batches)
+    assert len(proven) == len(contracts) > 100 and all(proven)
+
+    rng = random.Random(26)
+    refused = 0
+    for contract, _ in contracts * 2:
+        mutated = _mutated(contract, rng)
+        for batches in (validator.COVERAGE_BATCHES, tuple(range(3, 9))):
+            symbolic = _outcome(mutated, batches, symbolic=True)
+            assert symbolic == _outcome(mutated, batches, symbolic=False), mutated
+            refused += symbolic != "ok"
+    assert refused > len(contracts) // 2  # the mutations mostly break the launch
+
+
+def _random_expression(rng: random.Random, depth: int = 0) -> expressions.Expr:
+    if depth > 3 or rng.random() < 0.3:
+        return (
+            expressions.Sym("B") if rng.random() < 0.5 else expressions.Num(rng.randrange(-9, 70))
+        )
+    lhs, rhs = _random_expression(rng, depth + 1), _random_expression(rng, depth + 1)
+    if rng.random() < 0.5:
+        return expressions.BinOp(rng.choice("+-*"), lhs, rhs)
+    return expressions.Call(rng.choice(expressions.FUNCTIONS), lhs, rhs)
+
+
+def test_the_symbolic_forms_are_exact_on_their_range() -> None:
+    """Wherever the validator puts an expression in its normal form, the form
+    equals the expression at every batch of the range, and the bounds it takes
+    at the range's ends are the true least and greatest values."""
+    rng = random.Random(26)
+    formed = 0
+    for _ in range(4000):
+        expr = _random_expression(rng)
+        span = rng.choice([(1, 64), (3, 8), (1, 2)])
+        form = validator._form(expr, {"B": validator._BATCH_FORM}, span)
+        batches = range(span[0], span[1] + 1)
+        if form is None:
+            continue
+        formed += 1
+        values = [expressions.evaluate(expr, {"B": b}) for b in batches]
+        assert [form.at(b) for b in batches] == values, expressions.format_expr(expr)
+        bounds = validator._range(form, span)
+        if bounds is not None:
+            assert bounds == (min(values), max(values)), expressions.format_expr(expr)
+    assert formed > 1000
+
+
+def test_the_compiled_schema_check_never_passes_what_jsonschema_refuses(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A real plan passes the compiled check (so jsonschema is not needed for
+    it); each of hundreds of plans with one entry changed passes it only if
+    jsonschema finds no error in it either."""
+    import jsonschema
+
+    from teeny_ir.backend.collect import fits_schema
+    from teeny_ir.backend.plan import SCHEMA
+
+    emit(SLICE, tmp_path / "plan")
+    plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    check = jsonschema.Draft202012Validator(SCHEMA)
+    assert fits_schema(plan) and not list(check.iter_errors(plan))
+    rng = random.Random(26)
+    replacements: list[object] = [
+        None, True, 0, -1, 1.0, 2.5, 2**32, "", "x" * 1001, "a b", "f16", [], {}, [1], {"x": 1},
+    ]  # fmt: skip
+    passed = refused = 0
+    for _ in range(600):
+        mutated = json.loads(json.dumps(plan))
+        path, node = _random_node(mutated, rng)
+        parent, key = path[-1]
+        choice = rng.randrange(3)
+        if choice == 0 and isinstance(parent, dict):
+            del parent[key]
+        elif choice == 1 and isinstance(node, dict):
+            node[rng.choice(["extra", "name", "shape"])] = rng.choice(replacements)
+        else:
+            parent[key] = rng.choice(replacements)
+        fits = fits_schema(mutated)
+        valid = not list(check.iter_errors(mutated))
+        assert valid or not fits, path
+        passed += fits
+        refused += not valid
+    assert passed > 0 and refused > 300
+
+
+def _random_node(document: Any, rng: random.Random) -> tuple[list[tuple[Any, Any]], Any]:
+    """A random entry of ``document`` below the top, with the path of
+    (container, key) pairs to it."""
+    path: list[tuple[Any, Any]] = []
+    node = document
+    while isinstance(node, (dict, list)) and node and (not path or rng.random() < 0.7):
+        key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
+        path.append((node, key))
+        node = node[key]
+    return path, node

@@ -38,6 +38,7 @@ from teeny_ir.backend.plan import (
     FORMAT,
     CompiledSpec,
     KernelSpec,
+    Plan,
     load_plan,
     sha256_of,
     write_plan,
@@ -58,16 +59,18 @@ def emit(
     *,
     jobs: int = 0,
     cache: bool = True,
+    draft: Plan | None = None,
 ) -> None:
     """Write the plan directory ``target`` for ``forward`` from ``collected``
-    (which `teeny_ir.backend.collect.check_schema` has passed), with cubins
+    (which `teeny_ir.backend.collect.check_schema` has passed; ``draft`` is the
+    draft plan it returned, made afresh when not given), with cubins
     for each of ``archs`` (known to `teeny_ir.backend.aot.SHARED_MEMORY_LIMITS`)
     compiled in ``jobs`` worker processes (0: one per CPU), through the compile
     cache unless ``cache`` is False. Raises `DiagnosticError`, located at
     ``forward`` or at the launch a failing variant comes from."""
     path = Path(target).absolute()
     try:
-        _emit(path, forward, collected, archs, jobs, cache)
+        _emit(path, forward, collected, archs, jobs, cache, draft)
     except OSError as err:
         raise error_at(_os_message(path, err), forward) from None
 
@@ -79,6 +82,7 @@ def _emit(
     archs: tuple[int, ...],
     jobs: int,
     use_cache: bool,
+    draft: Plan | None,
 ) -> None:
     """Write the emission into a temporary sibling of ``target`` and rename it
     into place (raises OSError where the file system refuses)."""
@@ -87,7 +91,9 @@ def _emit(
     temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".emit", dir=target.parent))
     try:
         kernels = _write_kernels(temp, collected, archs, jobs, use_cache)
-        plan = dataclasses.replace(draft_plan(forward, collected), kernels=tuple(kernels))
+        if draft is None:
+            draft = draft_plan(forward, collected)
+        plan = dataclasses.replace(draft, kernels=tuple(kernels))
         write_plan(temp, plan)
         load_plan(temp)  # the runtime's checks: never write a plan it would refuse
         temp.chmod(0o755)
@@ -172,8 +178,8 @@ def _compile_variants(
         aot.Job(kernels_dir / f"{v.name}.py", v.name, v.family, v.constexprs, arch, *config)
         for v, arch, config, _ in missing
     ]
-    try:
-        results = aot.compile_all(work, jobs)
+    try:  # nothing to compile (every variant a hit): no worker pool, not even its import
+        results = aot.compile_all(work, jobs) if work else []
     except aot.JobError as err:
         variant, arch = missing[err.index][:2]
         message = f"kernel variant '{variant.name}' for sm_{arch}: {err}"
