@@ -679,8 +679,8 @@ def test_the_compiled_schema_check_never_passes_what_jsonschema_refuses(
     jsonschema finds no error in it either."""
     import jsonschema
 
-    from teeny_ir.backend.collect import fits_schema
     from teeny_ir.backend.plan import SCHEMA
+    from teeny_ir.backend.schema_check import fits_schema
 
     emit(SLICE, tmp_path / "plan")
     plan = json.loads((tmp_path / "plan" / "plan.json").read_text())
