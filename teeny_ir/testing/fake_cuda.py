@@ -52,7 +52,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from teeny_ir.backend.plan import KernelSpec, Plan
@@ -106,7 +106,7 @@ def _entry(method: _Method) -> _Method:
             del self.graphs[self._captures.pop(args[0]).graph.handle]
         return (code,)
 
-    return call  # type: ignore[return-value]
+    return cast(_Method, call)
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,16 @@ INPUTS = tuple(f"in{k}" for k in range(MAX_INPUTS))
 """The input pointers, in ABI order."""
 
 
-def _broadcast(operand: Sequence[int], output: Sequence[int]) -> list[int]:
-    """Contiguous strides of ``operand`` read broadcast to ``output`` (rank 6):
-    0 where the operand's size is 1 and the output's is not."""
-    shape = padded(operand)
-    strides = [math.prod(shape[k + 1 :]) for k in range(RANK)]
-    return [0 if o == 1 and n != 1 else s for o, n, s in zip(shape, output, strides, strict=True)]
+def broadcast_strides(operand: Sequence[int], output: Sequence[int]) -> list[int]:
+    """The strides (image-relative: the operand's dimension 0 counts as 1, so a
+    dynamic batch never enters them) that read a contiguous ``operand``
+    broadcast to ``output``, both left-padded to rank 6: 0 where the operand's
+    size is 1 and the output's is not (a dynamic output batch against a static 1
+    included). The lowering binds them; `implied` holds a launch to them."""
+    shape, image = padded(operand), padded([1, *operand[1:]] if operand else [])
+    out = padded(output)
+    strides = [math.prod(image[k + 1 :]) for k in range(RANK)]
+    return [0 if shape[k] == 1 and out[k] != 1 else strides[k] for k in range(RANK)]
 
 
 def _image(shape: Sequence[int]) -> int:
@@ -57,7 +61,7 @@ def implied(shapes: Mapping[str, tuple[int, ...]]) -> list[dict[str, int | None]
         operand = padded(shapes[name])
         if any(o not in (1, n) for o, n in zip(operand, sizes, strict=True)):
             return []
-        strides = _broadcast(shapes[name], sizes)
+        strides = broadcast_strides(shapes[name], out)
         dims |= {f"{name}_stride{k}": None if sizes[k] == 1 else strides[k] for k in range(RANK)}
         dims[f"{name}_image"] = _image(shapes[name])
     return [dims]

@@ -5,14 +5,11 @@ concat's operand written in place (`teeny_ir.kernels.views`)."""
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
-
 from dialects.graph.fused_pointwise import FusedPointwiseOp
 from dialects.kernel import LaunchOp
 from teeny_ir.core.pointwise_program import MAX_INPUTS
 from teeny_ir.kernels.elementwise.contract import RANK, padded
-from teeny_ir.kernels.fused_elementwise.contract import BATCH_STRIDES, INPUTS
+from teeny_ir.kernels.fused_elementwise.contract import BATCH_STRIDES, INPUTS, broadcast_strides
 from teeny_ir.kernels.lowering import (
     LoweringContext,
     Unlowerable,
@@ -26,18 +23,6 @@ from teeny_ir.kernels.lowering import (
 BLOCK = 1024
 NUM_WARPS, NUM_STAGES = 4, 1
 """A pointwise kernel has no loop to pipeline."""
-
-
-def image_strides(operand: Sequence[int], output: Sequence[int]) -> list[int]:
-    """The strides (image-relative: an operand's dimension 0 counts as 1) that read
-    a contiguous ``operand`` broadcast to ``output``, both left-padded to rank 6:
-    0 where the operand's size is 1 and the output's is not, a dynamic output
-    batch against a static 1 included."""
-    image = [1, *operand[1:]]
-    shape, strides = padded(operand), padded(image)
-    contiguous = [math.prod(strides[k + 1 :]) for k in range(RANK)]
-    out = padded(output)
-    return [0 if shape[k] == 1 and out[k] != 1 else contiguous[k] for k in range(RANK)]
 
 
 @lowers(FusedPointwiseOp)
@@ -60,7 +45,7 @@ def lower_fused_pointwise(ctx: LoweringContext, op: FusedPointwiseOp) -> LaunchO
         value = op.inputs[source]
         shape = tensor_type(value).get_shape()
         args.append((name, f"in{source}"))
-        strides = image_strides(shape, output)
+        strides = broadcast_strides(shape, output)
         dims += [(f"{name}_stride{d}", str(s)) for d, s in enumerate(strides)]
         dims.append((f"{name}_image", count_expr(shape[1:])))
         dims.append((BATCH_STRIDES[name], batch_stride_expr(value)))
