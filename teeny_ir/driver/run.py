@@ -2,6 +2,7 @@
 
     teeny-run DIR --weights W.safetensors --input a.npy [--input b.npy ...] -o out.npz
               [--backend NAME] [--cuda-graphs] [--timing]
+              [--profile] [--profile-out TRACE.json]
 
 Inputs are given in ``@forward`` argument order; the ``.npz`` holds
 ``output_0 ... output_{N-1}`` in return order. The ``--backend`` choices are
@@ -10,6 +11,12 @@ the names in `teeny_ir.runtime.backends.BACKENDS` (default ``interpreter``).
 graph and replays it: one run gains no time from that (``--timing`` shows the
 capture), it checks the path that ``load(DIR).session(..., graphs=True)``
 replays many times.
+``--profile`` prints a per-launch profile to stderr (each launch's family,
+graph ops, grid, time and bytes read and written, then the totals per
+family), drawn with rich when it is installed; ``--profile-out TRACE.json``
+writes the same launches as a Chrome trace (Perfetto, chrome://tracing). The
+profile is `teeny_ir.runtime.profile.Profile` (docs/profiling.md); the
+outputs are the same as without it.
 Exit codes: 0 success; 1 bad usage or input, or a backend that cannot run here
 (one line ``teeny-run: error: ...``, never a traceback); 2 the interpreter
 worker failed (one line: the worker's error and the path of its kept log,
@@ -21,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import sys
 import time
@@ -29,13 +37,21 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from teeny_ir.core.diagnostics import DiagnosticError
-from teeny_ir.core.files import OutputError, check_not_input, check_output, read_npy, write_npz
+from teeny_ir.core.files import (
+    OutputError,
+    check_not_input,
+    check_output,
+    read_npy,
+    write_npz,
+    write_text,
+)
 from teeny_ir.driver.cli import ArgumentParser, add_backend_argument, parse_args
 
 if TYPE_CHECKING:
     from xdsl.dialects.builtin import ModuleOp
 
     from teeny_ir.backend.plan import Plan
+    from teeny_ir.runtime.profile import Profile
 
 PROG = "teeny-run"
 
@@ -65,6 +81,18 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
     )
     parser.add_argument("--timing", action="store_true", help="print stage times to stderr")
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="print each launch's family, graph ops, grid, time and bytes read and written, "
+        "and the totals per family, to stderr",
+    )
+    parser.add_argument(
+        "--profile-out",
+        metavar="TRACE.json",
+        help="write the launches as a Chrome trace (open it in https://ui.perfetto.dev "
+        "or chrome://tracing)",
+    )
+    parser.add_argument(
         "--compare-reference",
         metavar="GRAPH.mlir",
         help="also run the graph module the plan was compiled from in the reference "
@@ -81,9 +109,10 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     if isinstance(args, int):
         return args
     timings: dict[str, float] = {}
+    profile = runtime.Profile() if args.profile or args.profile_out is not None else None
     try:
         with _warnings_to(stderr):
-            diverged = _run(args, timings, stdout, stderr)
+            diverged = _run(args, timings, stdout, stderr, profile)
     except DiagnosticError as err:  # the --compare-reference module is bad input
         for diagnostic in err.diagnostics:
             stderr.write(diagnostic.format() + "\n")
@@ -101,21 +130,42 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         width = max(len(stage) for stage in timings)
         for stage, seconds in timings.items():
             stderr.write(f"{PROG}: {stage:<{width}}  {seconds * 1000:10.1f} ms\n")
+    if profile is not None and args.profile:
+        profile.print_table(stderr)
     return 1 if diverged else 0
 
 
 def _run(
-    args: argparse.Namespace, timings: dict[str, float], stdout: TextIO, stderr: TextIO
+    args: argparse.Namespace,
+    timings: dict[str, float],
+    stdout: TextIO,
+    stderr: TextIO,
+    profile: Profile | None = None,
 ) -> bool:
-    """Run the plan and write its outputs; True when ``--compare-reference``
-    found a launch that diverges (reported on ``stderr``)."""
+    """Run the plan and write its outputs (and ``--profile-out``'s trace, the
+    run filling ``profile``); True when ``--compare-reference`` found a
+    launch that diverges (reported on ``stderr``)."""
     from teeny_ir import runtime
 
+    trace_out: str | None = args.profile_out
     for path in (*args.input, args.weights):
         check_not_input(args.output, path)
+        if trace_out is not None:
+            _check_trace_not_input(trace_out, path)
     check_output(args.output)
+    if trace_out is not None:
+        _check_trace_out(trace_out, args.output)
     if args.cuda_graphs and args.backend != "cuda":
         raise runtime.RuntimeInputError("--cuda-graphs needs --backend cuda")
+    if profile is not None and args.cuda_graphs:
+        raise runtime.RuntimeInputError(
+            "--profile and --profile-out time each launch, which one CUDA graph replay "
+            "cannot; drop --cuda-graphs to profile the launches"
+        )
+    if profile is not None and args.compare_reference is not None:
+        raise runtime.RuntimeInputError(
+            "--profile and --profile-out cannot be combined with --compare-reference"
+        )
     # Before reading the inputs and weights, which may be large: a backend
     # that cannot run here fails in a moment.
     runtime.usable_backend(args.backend)
@@ -123,6 +173,8 @@ def _run(
     executable = runtime.load(args.directory)
     for name in ("plan.json", *_plan_files(executable.plan)):
         check_not_input(args.output, os.path.join(executable.directory, name))
+        if trace_out is not None:
+            _check_trace_not_input(trace_out, os.path.join(executable.directory, name))
     timings["load plan"] = time.perf_counter() - start
     start = time.perf_counter()
     inputs = [read_npy(path) for path in args.input]
@@ -138,14 +190,42 @@ def _run(
         outputs = report.outputs
         timings["run and compare with the reference"] = time.perf_counter() - start
     else:
-        outputs = executable.run(inputs, weights, args.backend, timings, graphs=args.cuda_graphs)
+        outputs = executable.run(
+            inputs, weights, args.backend, timings, graphs=args.cuda_graphs, profile=profile
+        )
     start = time.perf_counter()
     write_npz(args.output, outputs, stdout)
     timings["write output"] = time.perf_counter() - start
+    if trace_out is not None and profile is not None:
+        start = time.perf_counter()
+        text = json.dumps(profile.chrome_trace(), indent=1) + "\n"
+        write_text(trace_out, text, stdout)
+        timings["write profile"] = time.perf_counter() - start
     if report is None:
         return False
     stderr.write(f"{PROG}: {report.describe()}\n")
     return report.divergence is not None
+
+
+def _check_trace_out(path: str, output: str) -> None:
+    """``--profile-out`` is writable, and not the file or the stream of ``-o``."""
+    if path == "-" and output == "-":
+        raise OutputError("--profile-out - and -o - would both write to stdout")
+    try:
+        check_not_input(path, output)
+    except OutputError:
+        raise OutputError(f"--profile-out and -o name the same file '{path}'") from None
+    check_output(path)
+
+
+def _check_trace_not_input(path: str, input_path: str) -> None:
+    """Refuse ``--profile-out`` naming an input file (compared by identity)."""
+    try:
+        check_not_input(path, input_path)
+    except OutputError:
+        raise OutputError(
+            f"refusing to overwrite the input file '{input_path}' with --profile-out"
+        ) from None
 
 
 def _read_module(path: str) -> ModuleOp:

@@ -21,6 +21,12 @@ stream loaded once. ``graphs=True`` (cuda only) replays one CUDA graph per
 batch size instead of launching each kernel
 (`teeny_ir.runtime.backends.cuda.CudaSession.graph`); it is off by default.
 
+A run can be profiled: ``run(inputs, weights, profile=Profile())`` (and
+``RunSession.run(inputs, profile=...)``) fills the `Profile` given with one
+`LaunchRecord` per launch in plan order (kernel, family, graph ops, grid,
+start, duration, bytes read and written; `teeny_ir.runtime.profile`,
+docs/profiling.md); the outputs are the same as without it.
+
 Weights that the plan never reads are reported in one `UnusedWeightsWarning`
 (``teeny-run`` prints it as one ``warning:`` line); PyTorch's
 ``num_batches_tracked`` counters are not reported.
@@ -51,6 +57,7 @@ from teeny_ir.runtime.errors import (
     UnusedWeightsWarning,
     WorkerError,
 )
+from teeny_ir.runtime.profile import LaunchRecord, Profile
 
 if TYPE_CHECKING:
     import numpy as np
@@ -63,7 +70,9 @@ __all__ = [
     "Backend",
     "BackendUnavailableError",
     "Executable",
+    "LaunchRecord",
     "PlanError",
+    "Profile",
     "RunSession",
     "RuntimeInputError",
     "StatusCheckError",
@@ -116,6 +125,7 @@ class Executable:
         progress: Callable[[int, int], None] | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
         graphs: bool = False,
+        profile: Profile | None = None,
     ) -> list[np.ndarray]:
         """Run the plan; outputs in return order. ``weights`` maps state-dict names
         to arrays, or is the path of a ``.safetensors`` file; ``backend`` names an
@@ -124,7 +134,9 @@ class Executable:
         the run advances; ``trace`` gets each launch's outputs (by launch
         index). ``graphs`` (cuda only): the launches captured as one CUDA graph
         and replayed once, a check of the graph path (`session` replays it
-        many times; with a ``trace`` the launches go one by one).
+        many times; with a ``trace`` or a ``profile`` the launches go one by
+        one). ``profile``: a `Profile` that the run fills with one
+        `LaunchRecord` per launch (what it held before is replaced).
         Raises `RuntimeInputError` (`BackendUnavailableError` for a backend
         that cannot run here) before any launch, `StatusCheckError` (a
         `RuntimeInputError`) when a kernel reports bad input data through a
@@ -146,14 +158,18 @@ class Executable:
         params = self.bind_parameters(weights)
         times["bind parameters"] = time.perf_counter() - start
         tensors = {spec.name: array for spec, array in zip(self.plan.inputs, inputs, strict=True)}
+        spans: list[tuple[int, int]] | None = None if profile is None else []
+        plan = self.plan
+        args = (self.directory, plan, tensors | params, batch, times, progress, trace)
         if graphs and isinstance(chosen, CudaBackend):
-            directory, plan = self.directory, self.plan
-            return chosen.run(
-                directory, plan, tensors | params, batch, times, progress, trace, graphs=True
-            )
-        return chosen.run(
-            self.directory, self.plan, tensors | params, batch, times, progress, trace
-        )
+            outputs = chosen.run(*args, spans=spans, graphs=True)
+        elif spans is None:  # a backend that cannot profile runs as it always did
+            outputs = chosen.run(*args)
+        else:
+            outputs = chosen.run(*args, spans=spans)
+        if profile is not None and spans is not None:
+            profile.fill(plan, batch, chosen.name, spans)
+        return outputs
 
     def session(
         self,
@@ -353,9 +369,13 @@ class RunSession:
             else chosen.session(directory, plan)
         )
 
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def run(
+        self, inputs: Sequence[np.ndarray], profile: Profile | None = None
+    ) -> list[np.ndarray]:
         """One run on ``inputs`` (in ``@forward`` argument order); the outputs
-        in return order. Raises as `Executable.run`."""
+        in return order. ``profile``: a `Profile` the run fills, as
+        `Executable.run` does (with graphs on, this run launches one by one).
+        Raises as `Executable.run`."""
         if self._session is None:
             raise RuntimeInputError("this session is closed")
         executable = self.executable
@@ -363,7 +383,12 @@ class RunSession:
         executable.check_batch(batch)
         specs = executable.plan.inputs
         tensors = {spec.name: array for spec, array in zip(specs, inputs, strict=True)}
-        return self._session.run(tensors | self._params, batch)
+        if profile is None:
+            return self._session.run(tensors | self._params, batch)
+        spans: list[tuple[int, int]] = []
+        outputs = self._session.run(tensors | self._params, batch, spans=spans)
+        profile.fill(executable.plan, batch, self.backend, spans)
+        return outputs
 
     def close(self) -> None:
         """End the backend's session (idempotent)."""

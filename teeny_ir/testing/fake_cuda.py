@@ -32,6 +32,14 @@ each kernel node is a `Launch` with the recorded bytes, recorded in `launches`
 and run by ``execute``, each memset and copy is done. `launches` holds the
 launches that ran (on the stream or replayed), never the captured ones.
 
+Time is a fake clock too, for the profile's CUDA events: `FakeDriver.clock_ns`
+starts at 0 and each kernel that runs (on the stream or replayed) advances it
+by ``kernel_ns(launch)`` (`fake_kernel_ns` by default: 1000 ns plus 1 ns per
+program of its grid, so each launch's time is known to a test);
+``cuEventRecord`` stamps an event with the clock, ``cuEventElapsedTime``
+returns the difference in milliseconds (CUDA_ERROR_INVALID_HANDLE for an
+event never recorded, as the driver does).
+
 ``failures`` makes a call fail: name -> the `FakeResult` it returns (the call
 recorded, nothing done), for the tests of the backend's error paths.
 
@@ -138,6 +146,18 @@ class Launch:
     extra: Any
 
 
+def fake_kernel_ns(launch: Launch) -> int:
+    """The fake clock's time for one kernel: 1000 ns plus 1 ns per program."""
+    return 1000 + launch.grid[0] * launch.grid[1] * launch.grid[2]
+
+
+@dataclass(frozen=True)
+class FakeEvent:
+    """A ``CUevent``: ``cuEventRecord`` stamps it in `FakeDriver.event_times`."""
+
+    handle: int
+
+
 @dataclass(frozen=True)
 class KernelNode:
     """A launch captured into a graph: its parameter bytes as they were when
@@ -218,6 +238,12 @@ class FakeDriver:
     """The live executable graphs by handle."""
     instantiated: list[FakeGraphExec] = field(default_factory=list)
     """Every executable graph made, destroyed or not, in order."""
+    kernel_ns: Callable[[Launch], int] = fake_kernel_ns
+    """The fake clock's nanoseconds for each kernel that runs."""
+    clock_ns: int = 0
+    """The fake clock: the time the kernels run so far took."""
+    event_times: dict[FakeEvent, int | None] = field(default_factory=dict)
+    """The live events -> the clock when last recorded (None: never recorded)."""
     _next: int = BASE_ADDRESS
     _handles: int = 0
     _captures: dict[Any, _Capture] = field(default_factory=dict)
@@ -567,8 +593,53 @@ class FakeDriver:
         self._run(launch)
         return (SUCCESS,)
 
+    @_entry
+    def cuEventCreate(self, flags: int) -> tuple[FakeResult, FakeEvent | None]:
+        self._record("cuEventCreate", flags)
+        if flags != 0:  # CU_EVENT_DEFAULT: the only events that can be timed
+            return FakeResult.CUDA_ERROR_INVALID_VALUE, None
+        event = FakeEvent(self._handle())
+        self.event_times[event] = None
+        return SUCCESS, event
+
+    @_entry
+    def cuEventRecord(self, event: FakeEvent, stream: Any) -> tuple[FakeResult]:
+        self._record("cuEventRecord", event, stream)
+        if event not in self.event_times:
+            return (FakeResult.CUDA_ERROR_INVALID_HANDLE,)
+        if stream in self._captures:  # an event node: the backend never captures one
+            return (FakeResult.CUDA_ERROR_NOT_SUPPORTED,)
+        self.event_times[event] = self.clock_ns
+        return (SUCCESS,)
+
+    @_entry
+    def cuEventSynchronize(self, event: FakeEvent) -> tuple[FakeResult]:
+        self._record("cuEventSynchronize", event)
+        if event not in self.event_times:
+            return (FakeResult.CUDA_ERROR_INVALID_HANDLE,)
+        return (SUCCESS,)
+
+    @_entry
+    def cuEventElapsedTime(
+        self, start: FakeEvent, end: FakeEvent
+    ) -> tuple[FakeResult, float | None]:
+        self._record("cuEventElapsedTime", start, end)
+        begin, finish = self.event_times.get(start), self.event_times.get(end)
+        if begin is None or finish is None:
+            return FakeResult.CUDA_ERROR_INVALID_HANDLE, None
+        return SUCCESS, (finish - begin) / 1e6
+
+    @_entry
+    def cuEventDestroy(self, event: FakeEvent) -> tuple[FakeResult]:
+        self._record("cuEventDestroy", event)
+        if event not in self.event_times:
+            return (FakeResult.CUDA_ERROR_INVALID_HANDLE,)
+        del self.event_times[event]
+        return (SUCCESS,)
+
     def _run(self, launch: Launch) -> None:
         self.launches.append(launch)
+        self.clock_ns += self.kernel_ns(launch)
         if self.execute is not None:
             self.execute(launch)
 

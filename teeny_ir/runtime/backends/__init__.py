@@ -38,11 +38,17 @@ class Session(Protocol):
     """A plan kept loaded between runs (a trainer's steps): the interpreter's
     worker process, or the cuda backend's modules, arena and stream."""
 
-    def run(self, tensors: Mapping[str, np.ndarray], batch: int) -> list[np.ndarray]:
+    def run(
+        self,
+        tensors: Mapping[str, np.ndarray],
+        batch: int,
+        *,
+        spans: list[tuple[int, int]] | None = None,
+    ) -> list[np.ndarray]:
         """One run of the plan, as `Backend.run` (``tensors`` by plan name, every
         parameter included: a session uploads them again on each run, since a
-        trainer's parameters change between steps). A `StatusCheckError`
-        leaves the session usable."""
+        trainer's parameters change between steps; ``spans`` as there). A
+        `StatusCheckError` leaves the session usable."""
         ...
 
     def close(self) -> None:
@@ -77,6 +83,7 @@ class Backend(Protocol):
         times: dict[str, float],
         progress: Progress | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
+        spans: list[tuple[int, int]] | None = None,
     ) -> list[np.ndarray]:
         """Execute ``plan`` (loaded from ``directory``) at batch size ``batch``.
 
@@ -87,6 +94,10 @@ class Backend(Protocol):
         done, launches in all) as the run advances (at least once, at the end).
         ``trace``, when given, gets launch index -> that launch's distinct
         output tensors after it ran (the divergence finder reads them).
+        ``spans``, when given, gets each launch's (start, duration) in
+        nanoseconds, in plan order (`teeny_ir.runtime.profile.Profile.fill`
+        makes the records): the interpreter's ``perf_counter_ns`` around each
+        kernel call, the cuda backend's CUDA events around each launch.
         Raises `BackendUnavailableError` when it cannot
         run at all, `WorkerError` when a launch fails.
         """

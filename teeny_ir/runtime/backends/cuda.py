@@ -28,7 +28,13 @@ step failed. `CudaBackend.run` then executes the plan in a `CudaSession`:
   (`CudaSession.graph`): the launches and status memsets captured from the
   stream (``cuStreamBeginCapture`` .. ``cuStreamEndCapture``), instantiated
   once (``cuGraphInstantiate``) and launched with ``cuGraphLaunch``, the inputs
-  copied into the fixed buffers the graph reads.
+  copied into the fixed buffers the graph reads;
+- a profiled run (``spans``: `teeny_ir.runtime.profile`) records a CUDA event
+  (``cuEventCreate``, ``cuEventRecord``) on the stream just before and just
+  after each ``cuLaunchKernel`` and reads each launch's start and end with
+  ``cuEventElapsedTime`` from the first event, after ``cuEventSynchronize``
+  on the last; it launches one by one, as a traced run does (a graph replay
+  cannot be timed per launch).
 
 cuda-python is imported only here, lazily (`_load_driver`), never by
 ``import teeny_ir``; a driver module object can be injected instead
@@ -243,18 +249,20 @@ class CudaBackend:
         times: dict[str, float],
         progress: Progress | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
+        spans: list[tuple[int, int]] | None = None,
         *,
         graphs: bool = False,
     ) -> list[np.ndarray]:
         """Run the plan in a `CudaSession` (see `Backend.run`); ``graphs``: as
         one CUDA graph, captured and replayed once (a check of the graph path,
-        no speed-up: `run_session` is what replays a graph many times)."""
+        no speed-up: `run_session` is what replays a graph many times; with a
+        ``trace`` or ``spans`` the launches go one by one)."""
         start = time.perf_counter()
         session = CudaSession(directory, plan, driver=self._driver(), graphs=graphs)
         try:
             session.upload_params(tensors)
             times["load and upload"] = time.perf_counter() - start
-            return session.run(tensors, batch, times, progress, trace)
+            return session.run(tensors, batch, times, progress, trace, spans)
         finally:
             session.close()
 
@@ -566,6 +574,44 @@ class CudaSession:
             if progress is not None:
                 progress(config.index + 1, len(launches))
 
+    def timed_launch(
+        self, batch: int, progress: Progress | None = None, after: Any = None
+    ) -> list[tuple[int, int]]:
+        """`launch`, each ``cuLaunchKernel`` between two CUDA events on the
+        stream (after the launch's status memsets, so they are not counted);
+        returns each launch's (start, duration) in nanoseconds, the starts
+        from the first launch's, read once the last event completed. Both
+        ends of a launch are read from the first event, so a launch never
+        ends after the next one starts. The events are destroyed at the end."""
+        launches = self.prepare(batch)
+        events: list[Any] = []
+        try:
+            for _ in range(2 * len(launches)):
+                events.append(self._call("cuEventCreate", 0))  # CU_EVENT_DEFAULT: timed
+            for config in launches:
+                self._set_statuses(config, self._call)
+                self._call("cuEventRecord", events[2 * config.index], self._stream)
+                self.enqueue(config)
+                self._call("cuEventRecord", events[2 * config.index + 1], self._stream)
+                if after is not None:
+                    after(config)
+                if progress is not None:
+                    progress(config.index + 1, len(launches))
+            if not events:
+                return []
+            self._call("cuEventSynchronize", events[-1])
+            spans: list[tuple[int, int]] = []
+            for index in range(len(launches)):
+                begin, end = (
+                    round(float(self._call("cuEventElapsedTime", events[0], event)) * 1e6)
+                    for event in events[2 * index : 2 * index + 2]
+                )
+                spans.append((begin, end - begin))
+            return spans
+        finally:
+            for event in events:
+                _quiet(self.driver, "cuEventDestroy", event)
+
     def _set_statuses(self, config: LaunchConfig, call: Callable[..., Any]) -> None:
         """Before a launch, set each status output it writes first to -1 (in
         every int64: a status no kernel wrote reads as "not written")."""
@@ -688,9 +734,12 @@ class CudaSession:
         times: dict[str, float] | None = None,
         progress: Progress | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
+        spans: list[tuple[int, int]] | None = None,
     ) -> list[np.ndarray]:
         """Upload the inputs (and parameters, the first time), run every launch
-        and return the outputs in the plan's return order (see `Backend.run`)."""
+        and return the outputs in the plan's return order (see `Backend.run`;
+        with a ``trace`` or ``spans`` the launches go one by one even with
+        graphs on, `timed_launch` timing each for ``spans``)."""
         from teeny_ir.runtime.checks import check_statuses, status_tensors
 
         times = {} if times is None else times
@@ -715,7 +764,12 @@ class CudaSession:
             self.synchronize()
             trace[config.index] = [self.read(name, batch) for name in dict.fromkeys(written)]
 
-        if self.use_graphs and trace is None:  # a graph cannot stop between launches
+        after = record if trace is not None else None
+        if spans is not None:
+            spans[:] = self.timed_launch(batch, progress, after)
+            self.synchronize()
+            times["launches"] = time.perf_counter() - start
+        elif self.use_graphs and trace is None:  # a graph cannot stop between launches
             if batch not in self.graphs:
                 self.graph(batch)
                 times["capture and instantiate graph"] = time.perf_counter() - start
@@ -724,7 +778,7 @@ class CudaSession:
             self.synchronize()
             times["graph launch"] = time.perf_counter() - start
         else:
-            self.launch(batch, progress, record if trace is not None else None)
+            self.launch(batch, progress, after)
             self.synchronize()
             times["launches"] = time.perf_counter() - start
         start = time.perf_counter()

@@ -60,6 +60,9 @@ LOG_FILE = "worker.log"
 """The worker's stdout and stderr (a failure's full traceback); kept after a failure."""
 TRACE_FILE = "trace.safetensors"
 """With ``trace``: every launch's outputs, ``launch<i>_<k>`` (k over its distinct output tensors)."""
+PROFILE_FILE = "profile.json"
+"""With ``spans``: each launch's ``[start, duration]`` in ``perf_counter_ns``
+nanoseconds, the kernel call alone (`teeny_ir.runtime.profile`)."""
 PROGRESS_FILE = "progress"
 """The worker rewrites it after each launch: ``<done> <total>``."""
 WORKER_MODULE = "teeny_ir.runtime.backends.interpreter_worker"
@@ -93,6 +96,7 @@ class InterpreterBackend:
         times: dict[str, float],
         progress: Progress | None = None,
         trace: dict[int, list[np.ndarray]] | None = None,
+        spans: list[tuple[int, int]] | None = None,
     ) -> list[np.ndarray]:
         """Run the plan in a worker process (see `Backend.run`); raises
         `WorkerError` (one line naming the kept log) when it fails, and
@@ -115,6 +119,7 @@ class InterpreterBackend:
                 arrays = {name: np.ascontiguousarray(array) for name, array in tensors.items()}
                 save_file(arrays, workdir / TENSORS_FILE)
                 request = {"plan": str(directory), "batch": batch, "trace": trace is not None}
+                request["profile"] = spans is not None
                 (workdir / REQUEST_FILE).write_text(json.dumps(request), encoding="utf-8")
             except OSError as err:
                 raise BackendUnavailableError(
@@ -132,6 +137,8 @@ class InterpreterBackend:
             with (workdir / TIMINGS_FILE).open(encoding="utf-8") as handle:
                 times |= {f"worker: {k}": v for k, v in json.load(handle).items()}
             results = load_file(workdir / OUTPUTS_FILE)
+            if spans is not None:
+                spans[:] = _read_spans(workdir)
             if trace is not None:
                 traced = load_file(workdir / TRACE_FILE)
                 for key in sorted(traced, key=_trace_key):
@@ -194,9 +201,16 @@ class InterpreterSession:
             self.close(keep_log=True)
         raise error
 
-    def run(self, tensors: Mapping[str, np.ndarray], batch: int) -> list[np.ndarray]:
+    def run(
+        self,
+        tensors: Mapping[str, np.ndarray],
+        batch: int,
+        *,
+        spans: list[tuple[int, int]] | None = None,
+    ) -> list[np.ndarray]:
         """One run of the plan in the session's worker (raises like
-        `InterpreterBackend.run`; a `StatusCheckError` leaves the session usable)."""
+        `InterpreterBackend.run`; a `StatusCheckError` leaves the session
+        usable); ``spans`` as `InterpreterBackend.run`."""
         import numpy as np
         from safetensors.numpy import load_file, save_file
 
@@ -207,11 +221,13 @@ class InterpreterSession:
         save_file(arrays, self.workdir / TENSORS_FILE)
         assert self.worker.stdin is not None
         try:
-            self.worker.stdin.write(f"run {batch}\n")
+            self.worker.stdin.write(f"run {batch}{' profile' if spans is not None else ''}\n")
             self.worker.stdin.flush()
         except OSError:
             pass  # the worker died: _expect reports it from its log
         self._expect("ok")
+        if spans is not None:
+            spans[:] = _read_spans(self.workdir)
         results = load_file(self.workdir / OUTPUTS_FILE)
         return [results[f"output_{i}"] for i in range(len(self.plan.outputs))]
 
@@ -232,6 +248,12 @@ class InterpreterSession:
                 worker.stdout.close()
         self._log.close()
         _clean(self.workdir, keep_log=keep_log)
+
+
+def _read_spans(workdir: Path) -> list[tuple[int, int]]:
+    """The launch times the worker wrote (`PROFILE_FILE`)."""
+    data = json.loads((workdir / PROFILE_FILE).read_text(encoding="utf-8"))
+    return [(int(start), int(duration)) for start, duration in data]
 
 
 def _trace_key(key: str) -> tuple[int, int]:

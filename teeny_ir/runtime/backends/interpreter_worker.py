@@ -11,11 +11,14 @@ one arena (`teeny_ir.backend.memory`: a byte tensor filled with NaN, once per
 batch size, each buffer a dtype view at its plan offset; int64 status outputs set
 to -1 before their first writer), launches in plan order, checks the status
 outputs (`teeny_ir.runtime.checks`) and writes ``outputs.safetensors`` (``output_0 ...``)
-and ``timings.json``.
+and ``timings.json``; with ``"profile": true`` in the request also ``profile.json``,
+each launch's ``[start, duration]`` in nanoseconds of ``time.perf_counter_ns``
+taken around the kernel call alone (what Triton's interpreter spends on it).
 
 With ``--serve WORKDIR`` the worker is a trainer's session (`serve`): it loads
 the plan and imports its kernels once, then runs one request per ``run <batch>``
-line on stdin, answering ``ok`` or ``error`` on stdout, until ``quit``.
+line on stdin (``run <batch> profile`` also writes ``profile.json``), answering
+``ok`` or ``error`` on stdout, until ``quit``.
 
 A failure prints its traceback and then a line ``error: TYPE: MESSAGE`` on
 stderr (the parent sends both streams to ``worker.log``), writes
@@ -47,6 +50,7 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends.interpreter import (
     ERROR_FILE,
     OUTPUTS_FILE,
+    PROFILE_FILE,
     PROGRESS_FILE,
     REQUEST_FILE,
     REQUIRED_MODULES,
@@ -125,8 +129,16 @@ class _Loaded:
             views[buffer.name] = arena[start : start + size].view(dtype).view(shape)
         return views
 
-    def execute(self, workdir: Path, batch: int, trace: bool, times: dict[str, float]) -> None:
-        """Run the plan on ``workdir``'s tensors; write its outputs (and trace)."""
+    def execute(
+        self,
+        workdir: Path,
+        batch: int,
+        trace: bool,
+        times: dict[str, float],
+        profile: bool = False,
+    ) -> None:
+        """Run the plan on ``workdir``'s tensors; write its outputs (and trace,
+        and the launch times with ``profile``)."""
         import torch
         from safetensors.numpy import load_file, save_file
 
@@ -152,8 +164,16 @@ class _Loaded:
 
         start = time.perf_counter()
         traced: dict[str, Any] | None = {} if trace else None
+        spans: list[tuple[int, int]] | None = [] if profile else None
         _launch_all(
-            plan, self.kernels, tensors, env, workdir / PROGRESS_FILE, traced, self.first_writes
+            plan,
+            self.kernels,
+            tensors,
+            env,
+            workdir / PROGRESS_FILE,
+            traced,
+            self.first_writes,
+            spans,
         )
         times["launches"] = time.perf_counter() - start
         statuses = {name: tensors[name].tolist() for _, name, _ in status_tensors(plan)}
@@ -166,6 +186,8 @@ class _Loaded:
         save_file(outputs, workdir / OUTPUTS_FILE)
         if traced is not None:
             save_file(traced, workdir / TRACE_FILE)
+        if spans is not None:
+            (workdir / PROFILE_FILE).write_text(json.dumps(spans), encoding="utf-8")
         (workdir / TIMINGS_FILE).write_text(json.dumps(times), encoding="utf-8")
 
 
@@ -183,7 +205,13 @@ def run(workdir: Path) -> None:
     times: dict[str, float] = {}
     request = json.loads((workdir / REQUEST_FILE).read_text(encoding="utf-8"))
     loaded = _Loaded(Path(request["plan"]), times)
-    loaded.execute(workdir, int(request["batch"]), bool(request.get("trace")), times)
+    loaded.execute(
+        workdir,
+        int(request["batch"]),
+        bool(request.get("trace")),
+        times,
+        profile=bool(request.get("profile")),
+    )
 
 
 def serve(workdir: Path) -> int:
@@ -207,7 +235,7 @@ def serve(workdir: Path) -> int:
         if not words or words[0] == "quit":
             return 0
         try:
-            loaded.execute(workdir, int(words[1]), False, {})
+            loaded.execute(workdir, int(words[1]), False, {}, profile="profile" in words[2:])
         except StatusCheckError as err:
             print(f"error: {err}", file=sys.stderr)
             _report(workdir, str(err), None, check=True)
@@ -238,7 +266,10 @@ def _launch_all(
     progress: Path | None = None,
     traced: dict[str, Any] | None = None,
     first_writes: dict[int, list[str]] | None = None,
+    spans: list[tuple[int, int]] | None = None,
 ) -> None:
+    """Every launch in plan order; ``spans`` gets each one's (start, duration)
+    in ``perf_counter_ns`` nanoseconds, the kernel call alone."""
     specs = {k.name: k for k in plan.kernels}
     for done, launch in enumerate(plan.launches):
         for name in (first_writes or {}).get(done, ()):
@@ -254,9 +285,12 @@ def _launch_all(
                 args.append(float(value) if abi.dtype.startswith("fp") else value)
         grid = tuple(eval_text(axis, env) for axis in launch.grid)
         kernel: Any = kernels[launch.kernel]
+        start = time.perf_counter_ns()
         kernel[grid](
             *args, **spec.constexprs, num_warps=launch.num_warps, num_stages=launch.num_stages
         )
+        if spans is not None:
+            spans.append((start, time.perf_counter_ns() - start))
         if progress is not None:
             progress.write_text(f"{done + 1} {len(plan.launches)}", encoding="ascii")
         if traced is not None:  # each distinct output tensor, in ABI order
