@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 if TYPE_CHECKING:
     from xdsl.context import Context
@@ -305,6 +305,71 @@ class IRPrinter(PassInstrumentation):
         self.stream.write(f"// -----// IR Dump {title}{scope} //----- //\n")
         self.stream.write(text)
         self.stream.write("\n")
+
+
+# --- op graphs -----------------------------------------------------------------------------
+
+
+@dataclass
+class OpGraphViewer(PassInstrumentation):
+    """``--view-op-graph-before`` / ``--view-op-graph-after``: the op graph of the op
+    a named pass runs on (the module, or a function of a nested pipeline), drawn by
+    the view-op-graph pass's writer with ``graph``'s options, before or after the
+    pass; titled ``before <pass>`` / ``after <pass>``. With ``out=FILE`` each graph
+    goes to FILE with its point before the extension, ``plan.after-fuse-pointwise.dot``
+    (``.<function>`` for a nested pass, ``-2``... for a later run of the same point).
+
+    It also sends every view-op-graph pass of the pipeline to ``stream`` (``stdout``
+    for ``out=-``) and titles its graph with the pass it follows,
+    ``view-op-graph (after fuse-pointwise)``."""
+
+    stream: TextIO
+    stdout: TextIO
+    graph: ModulePass | None = None
+    """A view-op-graph pass: the options (None: its defaults)."""
+    before: frozenset[str] = frozenset()
+    after: frozenset[str] = frozenset()
+    _last: str = field(default="", repr=False)
+    _used: set[str] = field(default_factory=set[str], repr=False)
+
+    def run_before_pass(self, run: PassRun) -> None:
+        if run.name == "view-op-graph":
+            follows = f"after {self._last}" if self._last else "input"
+            drawer: Any = run.pass_
+            drawer.route(run.ctx, self.stream, self.stdout, f"view-op-graph ({follows})")
+        if run.name in self.before:
+            self._draw("before", run)
+
+    def run_after_pass(self, run: PassRun) -> None:
+        if run.name in self.after:
+            self._draw("after", run)
+        if run.name != "view-op-graph":
+            self._last = run.name
+
+    def _draw(self, when: str, run: PassRun) -> None:
+        drawer: Any = self.graph
+        if drawer is None:
+            from teeny_ir.driver import pass_registry
+
+            entry = pass_registry.lookup("view-op-graph")
+            assert entry is not None
+            drawer = self.graph = entry.load()()
+        title, tag = f"{when} {run.name}", f"{when}-{run.name}"
+        if run.op.name != ROOT_ANCHOR:
+            symbol = run.op.attributes.get("sym_name") or run.op.properties.get("sym_name")
+            name = getattr(symbol, "data", "")
+            title += f" ('{run.op.name}' operation: @{name})" if name else f" ('{run.op.name}')"
+            tag += f".{drawer.file_tag(name)}" if name else ""
+        out = drawer.out
+        if out and out != "-":
+            path, count = drawer.point_path(out, tag), 1
+            while path in self._used:
+                count += 1
+                path = drawer.point_path(out, f"{tag}-{count}")
+            self._used.add(path)
+            out = path
+        drawer.route(run.ctx, self.stream, self.stdout, title)
+        drawer.write(drawer.draw(run.op, title), run.ctx, run.op, out)
 
 
 # --- statistics ----------------------------------------------------------------------------

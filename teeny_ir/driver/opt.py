@@ -52,6 +52,26 @@ def _bool_value(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
 
 
+def _seed_value(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got '{text}'")
+    return value
+
+
+def _tolerance_value(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got '{text}'")
+    return value
+
+
 def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
     parser = ArgumentParser(
         stdout,
@@ -99,6 +119,26 @@ def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
         help="verify the IR after every pass (default true)",
     )
     add(
+        "--verify-numerics-each",
+        action="store_true",
+        help="run the module in the reference interpreter before the pipeline and after "
+        "every pass that changed it, on inputs and weights drawn from a seed; the first "
+        "pass whose outputs leave the tolerance is an error (docs/numerics-check.md)",
+    )
+    add(
+        "--verify-numerics-seed",
+        type=_seed_value,
+        metavar="N",
+        help="seed of the inputs and weights --verify-numerics-each draws (default 0)",
+    )
+    add(
+        "--verify-numerics-tol",
+        type=_tolerance_value,
+        metavar="TOL",
+        help="tolerance of --verify-numerics-each: max|diff| <= TOL * max(1, max|ref|) "
+        "(default 1e-4)",
+    )
+    add(
         "--mlir-print-ir-before-all",
         action="store_true",
         help="print the IR before every pass to stderr",
@@ -129,6 +169,28 @@ def _make_parser(stdout: TextIO, with_pass_list: bool) -> ArgumentParser:
         "--mlir-print-ir-after-failure",
         action="store_true",
         help="when printing the IR after a pass, only print it if the pass failed",
+    )
+    add(
+        "--view-op-graph",
+        action=_StoreOnce,
+        nargs="?",
+        const="",
+        metavar="OPTIONS",
+        help="append the view-op-graph pass to the pipeline: the module as Graphviz DOT on "
+        "stderr; --view-op-graph='max-label-len=40 out=g.svg' sets its options, which the "
+        "--view-op-graph-before/after graphs use too (docs/op-graph.md)",
+    )
+    add(
+        "--view-op-graph-before",
+        action="append",
+        metavar="PASS",
+        help="draw the op graph before the named passes (comma-separated, or repeat the flag)",
+    )
+    add(
+        "--view-op-graph-after",
+        action="append",
+        metavar="PASS",
+        help="draw the op graph after the named passes (comma-separated, or repeat the flag)",
     )
     add("--mlir-timing", action="store_true", help="print a per-pass wall-time table to stderr")
     add(
@@ -221,7 +283,7 @@ class _Outcome:
 
 def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> int:
     """Run teeny-opt in-process; ``stdin`` is a binary stream. Returns the exit code."""
-    argv = list(argv)
+    argv = _view_op_graph_flag(list(argv))
     parser = _make_parser(stdout, with_pass_list="-h" in argv or "--help" in argv)
     args = parse_args(parser, argv, PROG, stderr)
     if isinstance(args, int):
@@ -245,6 +307,8 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
     try:
         print_before = _pass_names(args.mlir_print_ir_before, "--mlir-print-ir-before")
         print_after = _pass_names(args.mlir_print_ir_after, "--mlir-print-ir-after")
+        graph_before = _pass_names(args.view_op_graph_before, "--view-op-graph-before")
+        graph_after = _pass_names(args.view_op_graph_after, "--view-op-graph-after")
     except UsageError as err:
         stderr.write(f"{PROG}: error: {err}\n")
         return 1
@@ -262,6 +326,23 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         from teeny_ir.driver.instrumentation import PassStatistics
 
         statistics = PassStatistics()
+    numerics_given = args.verify_numerics_seed is not None or args.verify_numerics_tol is not None
+    if numerics_given and not args.verify_numerics_each:
+        stderr.write(
+            f"{PROG}: error: --verify-numerics-seed and --verify-numerics-tol need "
+            "--verify-numerics-each\n"
+        )
+        return 1
+    numerics = None
+    if args.verify_numerics_each:
+        from teeny_ir.driver.numerics_check import DEFAULT_SEED, DEFAULT_TOL, NumericsChecker
+
+        seed, tol = args.verify_numerics_seed, args.verify_numerics_tol
+        numerics = NumericsChecker(
+            DEFAULT_SEED if seed is None else seed,
+            DEFAULT_TOL if tol is None else tol,
+            timing=timing,
+        )
     reproducer = None
     if args.mlir_pass_pipeline_crash_reproducer is not None:
         from teeny_ir.driver.reproducer import CrashReproducer
@@ -282,6 +363,7 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         print_debuginfo=args.mlir_print_debuginfo,
         statistics=statistics,
         reproducer=reproducer,
+        extra=[] if numerics is None else [numerics],
     )
     manager: PassManager | None = None
     if args.pass_pipeline is not None or args.passes is not None:
@@ -294,6 +376,11 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
             for diagnostic in err.diagnostics:
                 stderr.write(f"{PROG}: {diagnostic.header()}\n")
             return 1
+    graphed = _view_op_graph(args, manager, instrumentation, graph_before, graph_after, stdout)
+    if isinstance(graphed, str):
+        stderr.write(f"{PROG}: error: {graphed}\n")
+        return 1
+    manager = graphed
     if args.dump_pass_pipeline and not args.run_reproducer:
         stderr.write((manager.pipeline_string() if manager else "builtin.module()") + "\n")
         if args.input == "-" and getattr(stdin, "isatty", lambda: False)():
@@ -320,6 +407,11 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
                 stderr.write(diagnostic.format([source]) + "\n")
             return 1
         manager, data = replay
+        graphed = _view_op_graph(args, manager, instrumentation, graph_before, graph_after, stdout)
+        if isinstance(graphed, str):
+            stderr.write(f"{PROG}: error: {graphed}\n")
+            return 1
+        manager = graphed if graphed is not None else manager
         if args.dump_pass_pipeline:
             stderr.write(manager.pipeline_string() + "\n")
 
@@ -388,6 +480,60 @@ def _pass_names(values: list[str] | None, flag: str) -> frozenset[str]:
                 )
             names.add(pass_registry.canonical_name(name))  # the IR printer sees pass names
     return frozenset(names)
+
+
+def _view_op_graph_flag(argv: list[str]) -> list[str]:
+    """``--view-op-graph`` alone as ``--view-op-graph=``: as LLVM's optional values,
+    its options come only after ``=``, so the next argument (the input) stays one."""
+    if "--" in argv:
+        end = argv.index("--")
+        return [*_view_op_graph_flag(argv[:end]), *argv[end:]]
+    return ["--view-op-graph=" if arg == "--view-op-graph" else arg for arg in argv]
+
+
+def _view_op_graph(
+    args: argparse.Namespace,
+    manager: PassManager | None,
+    instrumentation: object,
+    before: frozenset[str],
+    after: frozenset[str],
+    stdout: TextIO,
+) -> PassManager | str | None:
+    """The pipeline with ``--view-op-graph``'s pass appended (a manager running only
+    it when there is no pipeline), ``--view-op-graph-before/after`` registered (and
+    the streams every view-op-graph pass writes to), the graphs' outputs checked
+    before anything runs; or the error line."""
+    from teeny_ir.driver.instrumentation import OpGraphViewer
+    from teeny_ir.driver.pass_manager import ROOT_ANCHOR, Instrumentation, Nest, PassManager
+
+    assert isinstance(instrumentation, Instrumentation)
+    viewer = next((h for h in instrumentation.extra if isinstance(h, OpGraphViewer)), None)
+    if viewer is None:
+        stream = instrumentation.dump_stream or sys.stderr
+        viewer = OpGraphViewer(stream, stdout, before=before, after=after)
+        instrumentation.extra.append(viewer)
+    if args.view_op_graph is not None:
+        try:
+            parsed = PassManager.parse(f"view-op-graph{{{args.view_op_graph}}}", form="short")
+        except DiagnosticError as err:
+            return f"--view-op-graph: {err.diagnostics[0].message}"
+        graph = parsed.root.children[0] if len(parsed.root.children) == 1 else None
+        if graph is None or isinstance(graph, Nest) or graph.name != "view-op-graph":
+            return f"--view-op-graph: expected options 'key=value ...', got '{args.view_op_graph}'"
+        viewer.graph = graph
+        if manager is None:
+            manager = PassManager(Nest(ROOT_ANCHOR, []), instrumentation)
+        manager.root.children.append(graph)
+    graphs = [] if manager is None else manager.root.children
+    drawn = [g for g in graphs if not isinstance(g, Nest) and g.name == "view-op-graph"]
+    if drawn:
+        try:
+            type(drawn[0]).check_outputs(  # type: ignore[attr-defined]
+                drawn, args.input, args.output, args.split_input_file
+            )
+        except OutputError as err:
+            return str(err)
+    return manager
 
 
 def _prepare_replay(

@@ -113,6 +113,7 @@ _PASSES: dict[str, PassEntry] = {
         PassEntry("apply-optimizer", _teeny("apply_optimizer", "ApplyOptimizerPass")),
         PassEntry("insert-backward", _teeny("insert_backward", "InsertBackwardPass")),
         PassEntry("train-mode", _teeny("train_mode", "TrainModePass")),
+        PassEntry("view-op-graph", _teeny("view_op_graph", "ViewOpGraphPass")),
     )
 }
 
