@@ -269,7 +269,7 @@ def test_a_module_of_every_op_verifies_and_round_trips() -> None:
     pooled = b.reshape(attended, [0, 4])
     logits = b.matmul(pooled, b.transpose(b.param("proj", [5, 4]), [1, 0]))
     logits = b.linear(b.flatten(b.reshape(logits, [0, 5, 1])), b.param("fc.weight", [3, 5]))
-    loss = b.cross_entropy(logits, targets)
+    loss = b.mul(b.cross_entropy(logits, targets), b.all_reduce(b.constant([1.0], []), "mean", 1))
     total = b.reduce_sum(b.log_softmax(logits, -1), [1])
     wide = b.broadcast(b.reshape(total, [0, 1]), [-1, 2])
     total = b.sub(b.reduce_max(wide, [1]), b.reduce_min(logits, [1]))

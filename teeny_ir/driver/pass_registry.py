@@ -112,6 +112,11 @@ _PASSES: dict[str, PassEntry] = {
         PassEntry("plan-memory", _teeny("plan_memory", "PlanMemoryPass")),
         PassEntry("apply-optimizer", _teeny("apply_optimizer", "ApplyOptimizerPass")),
         PassEntry("insert-backward", _teeny("insert_backward", "InsertBackwardPass")),
+        PassEntry(
+            "insert-gradient-allreduce",
+            _teeny("insert_gradient_allreduce", "InsertGradientAllreducePass"),
+        ),
+        PassEntry("sync-batch-norm", _teeny("sync_batch_norm", "SyncBatchNormPass")),
         PassEntry("train-mode", _teeny("train_mode", "TrainModePass")),
         PassEntry("view-op-graph", _teeny("view_op_graph", "ViewOpGraphPass")),
     )

@@ -14,7 +14,7 @@ not declare, or a bad value, is an `OptionError` naming the valid ones
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,6 +43,8 @@ class PipelineOption:
 
     def describe(self) -> str:
         """``profile=gpu|interpreter (default: gpu): ...``, for summaries."""
+        if not self.targets:  # it only decides which passes run (`GatedPass`)
+            return f"{self.name}={self.type_text()} (default: {self.default}): {self.summary}"
         passes = ", ".join(f"{p}{{{o}}}" for p, o in self.targets)
         return (
             f"{self.name}={self.type_text()} (default: {self.default}; passed to "
@@ -51,16 +53,30 @@ class PipelineOption:
 
 
 @dataclass(frozen=True)
+class GatedPass:
+    """A pass a named pipeline runs only when its options ask for it: inserted
+    right after the pass ``after`` of the pipeline's text (which runs without
+    it at the defaults), when ``when`` holds of the options' values (each
+    option's value as given, else its default)."""
+
+    name: str
+    after: str
+    when: Callable[[Mapping[str, Any]], bool]
+
+
+@dataclass(frozen=True)
 class NamedPipeline:
     """A named, documented pipeline, with its options (if any).
 
     ``text`` is the expansion with every option at its default (what the
-    pipeline runs when written without options)."""
+    pipeline runs when written without options); ``gated`` passes join it
+    where the options ask for them (`GatedPass`)."""
 
     name: str
     summary: str
     text: str
     options: tuple[PipelineOption, ...] = ()
+    gated: tuple[GatedPass, ...] = ()
 
     def expand(self, options: Sequence[tuple[str, OptionValue]] = ()) -> NestedSpec:
         """The pipeline ``text`` parsed, with ``options`` (as parsed from
@@ -71,6 +87,7 @@ class NamedPipeline:
         if options and not declared:
             raise OptionError(f"named pipeline '{self.name}' takes no options")
         routed: dict[str, list[tuple[str, OptionValue]]] = {}
+        values: dict[str, Any] = {option.name: option.default for option in self.options}
         for key, value in options:
             option = declared.get(key.replace("_", "-"))
             if option is None:
@@ -79,7 +96,7 @@ class NamedPipeline:
                     f"{', '.join(sorted(declared))})" + did_you_mean(key, declared)
                 )
             try:
-                _convert(option.type, value)
+                values[option.name] = _convert(option.type, value)
             except ValueError as err:
                 raise OptionError(
                     f"bad value '{','.join(value)}' for option '{option.name}' of named "
@@ -87,11 +104,25 @@ class NamedPipeline:
                 ) from None
             for pass_name, pass_option in option.targets:
                 routed.setdefault(pass_name, []).append((pass_option, value))
-        return _route(parse_any(self.text), routed)
+        spec = parse_any(self.text)
+        for gate in self.gated:
+            if gate.when(values):
+                spec = _insert_after(spec, gate.after, PassSpec(gate.name))
+        return _route(spec, routed)
 
     def describe(self) -> str:
         """The summary, then one line per option."""
         return "\n".join([self.summary, *(f"option {o.describe()}" for o in self.options)])
+
+
+def _insert_after(spec: NestedSpec, after: str, added: PassSpec) -> NestedSpec:
+    """``spec`` with ``added`` right after each top-level pass named ``after``."""
+    elements: list[PassSpec | NestedSpec] = []
+    for element in spec.elements:
+        elements.append(element)
+        if isinstance(element, PassSpec) and element.name == after:
+            elements.append(added)
+    return dataclasses.replace(spec, elements=tuple(elements))
 
 
 def _route(spec: NestedSpec, routed: dict[str, list[tuple[str, OptionValue]]]) -> NestedSpec:
@@ -155,10 +186,33 @@ TRAINING_OPTIONS = (
         "decay every trainable parameter, BN parameters and biases too",
         (("apply-optimizer", "decay-all"),),
     ),
+    PipelineOption(
+        "world",
+        int,
+        1,
+        "the number of data-parallel ranks (>= 1): above 1, every gradient is averaged "
+        "over them (insert-gradient-allreduce, after insert-backward)",
+        (("insert-gradient-allreduce", "world"), ("sync-batch-norm", "world")),
+    ),
+    PipelineOption(
+        "sync-bn",
+        bool,
+        False,
+        "with world above 1, batch statistics over every rank, as torch.nn.SyncBatchNorm "
+        "(sync-batch-norm, after train-mode); false: each rank's own, as PyTorch DDP's default",
+        (),
+    ),
     PROFILE,
 )
 """The options of ``teeny-training``: apply-optimizer's (``optimizer`` is its
-``kind``) and the tile profile."""
+``kind``), data parallelism's (``world``, ``sync-bn``) and the tile profile."""
+
+TRAINING_GATES = (
+    GatedPass("sync-batch-norm", "train-mode", lambda o: bool(o["sync-bn"]) and o["world"] != 1),
+    GatedPass("insert-gradient-allreduce", "insert-backward", lambda o: o["world"] != 1),
+)
+"""The data-parallel passes of ``teeny-training``, run only for ``world`` other
+than 1 (a bad world, below 1, reaches the pass, which refuses it)."""
 
 PIPELINES: dict[str, NamedPipeline] = {
     p.name: p
@@ -177,11 +231,15 @@ PIPELINES: dict[str, NamedPipeline] = {
             "training: batch norms in training form, biases split, attentions fused, conv+bias+activation "
             "fused (mode=training), conv algorithms picked, the backward inserted, the "
             "optimizer step appended, pointwise chains fused and everything lowered to kernel ops (options: "
-            "optimizer=sgd|adamw, lr, momentum, weight-decay, betas, eps, decay-all, profile)",
+            "optimizer=sgd|adamw, lr, momentum, weight-decay, betas, eps, decay-all, profile; "
+            "data parallelism: world=N adds insert-gradient-allreduce{world=N} after "
+            "insert-backward when N > 1, and sync-bn=true also sync-batch-norm{world=N} after "
+            "train-mode)",
             "builtin.module(train-mode,split-bias,fuse-attention,fuse-epilogues{mode=training},"
             "select-conv-algorithm,insert-backward,apply-optimizer,fuse-pointwise,"
             "lower-graph-to-kernel)",
             TRAINING_OPTIONS,
+            TRAINING_GATES,
         ),
         NamedPipeline(
             "cleanup",

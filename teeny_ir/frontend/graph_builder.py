@@ -41,6 +41,7 @@ from xdsl.ir import Block, Operation, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.graph.attention import AttentionOp
+from dialects.graph.collective import AllReduceOp
 from dialects.graph.constant import ConstantOp
 from dialects.graph.conv import Conv2dOp
 from dialects.graph.elementwise import (
@@ -496,6 +497,11 @@ class GraphBuilder:
         """`graph.fused_pointwise`: the pointwise ``program`` (its text, as
         `teeny_ir.core.pointwise_program.parse` reads it) over ``inputs``."""
         return self._add_verified(FusedPointwiseOp.from_text, list(inputs), program).result
+
+    def all_reduce(self, input: Value, reduction: str, world: int) -> Value:
+        """`graph.all_reduce` of a static ``input`` over ``world`` ranks
+        (``reduction`` "mean" or "sum")."""
+        return self._add_verified(AllReduceOp, input, reduction, world).result
 
     def constant(self, values: Sequence[float], shape: Sequence[int] | None = None) -> Value:
         """`graph.constant` of ``shape`` (default ``[len(values)]``), row-major;

@@ -16,6 +16,11 @@ under the BN fold; likewise for an inference `graph.batch_norm` reading a
 the op that reads them - and ops the interpreter has no semantics for (named,
 with their location). Extra weights are ignored.
 
+`run` executes one rank of a data-parallel program: its ``collective``
+argument performs the cross-rank reduction of each `graph.all_reduce`
+(`teeny_ir.reference.collective`, which also simulates a process group with
+threads); without one, only an all-reduce over a single rank runs.
+
 Each op's semantics is a function registered with `semantics.semantics` in the
 module of this package named like its dialect module (``conv.py`` for
 ``dialects/graph/conv.py``); the ops of the pointwise table share one rule that
@@ -39,6 +44,7 @@ from dialects.graph.param import ParamOp
 from teeny_ir.core.derivations import Derivation, DerivationError, evaluate
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, Severity, loc_of
 from teeny_ir.core.facets import OptOut
+from teeny_ir.reference.collective import Collective, process_group
 from teeny_ir.reference.common import Array, Weights
 from teeny_ir.reference.common import error as _error
 from teeny_ir.reference.semantics import SEMANTICS, missing, not_executed
@@ -53,12 +59,16 @@ def run(
     weights: Weights,
     inputs: Sequence[Array],
     trace: Callable[[Operation, list[Array]], None] | None = None,
+    *,
+    collective: Collective | None = None,
 ) -> list[Array]:
     """Run ``@forward`` on ``inputs`` (in argument order: float32 arrays, int64
     for i64 arguments) with ``weights`` (state-dict name -> array); return its
     results in return order, as float32 arrays (int64 for i64 results).
     ``trace``, when given, is called with each executed op and its results
-    (the divergence finder compares them with a plan's launches)."""
+    (the divergence finder compares them with a plan's launches).
+    ``collective`` runs the `graph.all_reduce` ops, as this run's rank of a
+    process group (`teeny_ir.reference.collective`)."""
     from teeny_ir.ir.verifier import verify_ops
 
     errors = verify_ops(module)
@@ -68,23 +78,25 @@ def run(
     block = forward.body.block
     env: dict[SSAValue, Array] = dict(zip(block.args, _check_inputs(forward, inputs), strict=True))
     params = _check_weights(forward, weights)
-    for op in block.ops:
-        if isinstance(op, ReturnOp):
-            return [
-                np.array(env[value], dtype=_dtype(value.type), order="C") for value in op.arguments
-            ]
-        if isinstance(op, ParamOp):
-            env[op.result] = params[op.param_name.data]
-            continue
-        semantics = SEMANTICS.lookup(type(op))
-        if semantics is None or isinstance(semantics, OptOut):
-            raise _error(missing(op.name) if semantics is None else semantics.reason, op)
-        results = semantics(op, [env[value] for value in op.operands], weights)
-        for result, value in zip(op.results, results, strict=True):
-            # asarray, not ascontiguousarray, which makes rank-0 results rank 1
-            env[result] = np.asarray(value, dtype=_dtype(result.type), order="C")
-        if trace is not None:
-            trace(op, [env[result] for result in op.results])
+    with process_group(collective):
+        for op in block.ops:
+            if isinstance(op, ReturnOp):
+                return [
+                    np.array(env[value], dtype=_dtype(value.type), order="C")
+                    for value in op.arguments
+                ]
+            if isinstance(op, ParamOp):
+                env[op.result] = params[op.param_name.data]
+                continue
+            semantics = SEMANTICS.lookup(type(op))
+            if semantics is None or isinstance(semantics, OptOut):
+                raise _error(missing(op.name) if semantics is None else semantics.reason, op)
+            results = semantics(op, [env[value] for value in op.operands], weights)
+            for result, value in zip(op.results, results, strict=True):
+                # asarray, not ascontiguousarray, which makes rank-0 results rank 1
+                env[result] = np.asarray(value, dtype=_dtype(result.type), order="C")
+            if trace is not None:
+                trace(op, [env[result] for result in op.results])
     raise _error("@forward has no func.return", forward)
 
 
