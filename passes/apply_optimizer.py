@@ -19,6 +19,8 @@ first step, whose state the weights lack, starts it at zero as PyTorch does:
 from __future__ import annotations
 
 import math
+import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
@@ -92,6 +94,15 @@ UPDATE_ATTR = "teeny.update"
 """The discardable attribute on every op this pass adds: the plan's ``update`` phase."""
 
 
+def as_float32(value: float) -> float:
+    """``value`` rounded to float32, the precision of the optimizer updates
+    (infinite where float32 overflows)."""
+    try:
+        return float(struct.unpack("f", struct.pack("f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
 @dataclass(frozen=True)
 class ApplyOptimizerPass(ModulePass):
     """Append an SGD or AdamW step to @forward: updated params and optimizer state.
@@ -149,28 +160,40 @@ class ApplyOptimizerPass(ModulePass):
         return ADAMW_DEFAULT_WEIGHT_DECAY if self.kind == "adamw" else 0.0
 
     def option_problems(self) -> list[str]:
-        """What is wrong with the options (empty when they are fine)."""
+        """What is wrong with the options (empty when they are fine). Each value
+        is checked as given and as the float32 the update computes with: a
+        finite ``lr=1e-50`` is 0 there, ``betas=0.9,0.999999999`` is 1."""
         problems: list[str] = []
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            problems.append(f"expected lr to be finite and > 0, got {self.lr}")
-        if self.weight_decay is not None and not (
-            math.isfinite(self.weight_decay) and self.weight_decay >= 0
-        ):
-            problems.append(f"expected weight-decay to be finite and >= 0, got {self.weight_decay}")
+
+        def check(value: float, fine: Callable[[float], bool], expected: str) -> None:
+            if not fine(value):
+                problems.append(f"expected {expected}, got {value}")
+            elif not fine(single := as_float32(value)):
+                problems.append(
+                    f"expected {expected} in float32, the precision the update computes in, "
+                    f"got {value} ({single} in float32)"
+                )
+
+        check(self.lr, lambda v: math.isfinite(v) and v > 0, "lr to be finite and > 0")
+        if self.weight_decay is not None:
+            check(
+                self.weight_decay,
+                lambda v: math.isfinite(v) and v >= 0,
+                "weight-decay to be finite and >= 0",
+            )
         if self.kind == "adamw" and self.momentum:
             problems.append(
                 f"momentum={self.momentum} does not apply to kind=adamw (its momentum is betas[0])"
             )
-        if self.momentum is not None and not 0 <= self.momentum < 1:
-            problems.append(f"expected momentum in [0, 1), got {self.momentum}")
+        if self.momentum is not None:
+            check(self.momentum, lambda v: 0 <= v < 1, "momentum in [0, 1)")
         if self.betas is not None:
             if len(self.betas) != 2:
                 problems.append(f"expected betas to be two values, got {len(self.betas)}")
             for index, beta in enumerate(self.betas[:2]):
-                if not 0 <= beta < 1:
-                    problems.append(f"expected betas[{index}] in [0, 1), got {beta}")
-        if self.eps is not None and not (math.isfinite(self.eps) and self.eps > 0):
-            problems.append(f"expected eps to be finite and > 0, got {self.eps}")
+                check(beta, lambda v: 0 <= v < 1, f"betas[{index}] in [0, 1)")
+        if self.eps is not None:
+            check(self.eps, lambda v: math.isfinite(v) and v > 0, "eps to be finite and > 0")
         return problems
 
     # --- the pass -------------------------------------------------------------

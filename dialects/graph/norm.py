@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import math
+import struct
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -48,6 +49,22 @@ from teeny_ir.ir.format import (
 BATCH_NORM_ACTIVATIONS = pointwise.epilogue_names()
 """Epilogue activations of an inference `BatchNormOp` (absent: none): the
 pointwise table's epilogue entries, as for `graph.linear`."""
+
+
+def _check_eps(eps: float) -> None:
+    """``eps`` is finite and > 0, as given and as the float32 the kernels add
+    (``1e39`` overflows float32, ``1e-50`` is 0 there)."""
+    if not (math.isfinite(eps) and eps > 0):
+        raise VerifyException(f"expected eps to be finite and > 0, got {eps}")
+    try:
+        single = float(struct.unpack("f", struct.pack("f", eps))[0])
+    except OverflowError:
+        single = math.inf
+    if not (math.isfinite(single) and single > 0):
+        raise VerifyException(
+            f"expected eps to be finite and > 0 in float32, the precision the batch norm "
+            f"computes in, got {eps} ({single} in float32)"
+        )
 
 
 @irdl_op_definition
@@ -178,8 +195,7 @@ class BatchNormOp(OptionsFormatOp):
         )
         for what, value in per_channel:
             check_channel_vector(value.type, what, channels)
-        if not (math.isfinite(self.eps) and self.eps > 0):
-            raise VerifyException(f"expected eps to be finite and > 0, got {self.eps}")
+        _check_eps(self.eps)
         if not 0 <= self.momentum <= 1:
             raise VerifyException(f"expected momentum in [0, 1], got {self.momentum}")
         if self.activation_attr is not None:
@@ -294,8 +310,7 @@ class BatchNormBackwardOp(OptionsFormatOp):
             raise VerifyException(
                 f"expected grad of the input's type {self.input.type}, got {self.grad.type}"
             )
-        if not (math.isfinite(self.eps) and self.eps > 0):
-            raise VerifyException(f"expected eps to be finite and > 0, got {self.eps}")
+        _check_eps(self.eps)
         check_result(self.input_grad, self.input.type)
         stats_type = TensorType(f32, [channels])
         for what, value in (("gamma", self.gamma_grad), ("beta", self.beta_grad)):

@@ -14,6 +14,14 @@ why).
 (``spawn``: a worker imports triton itself, the caller never has to), the
 largest tiles first, with a progress bar on a terminal; the emitter asks the compile cache
 (`teeny_ir.backend.cache`) first and sends only the misses here.
+
+A worker dies with the process that started it (`_die_with_parent`): on Linux
+the kernel sends it ``SIGKILL`` when its parent exits (``prctl(PR_SET_PDEATHSIG)``,
+through ctypes), so a ``kill -9`` of ``teeny-opt`` in the middle of an emission
+leaves no compile worker behind, even one busy inside Triton's C++ (which a
+watching thread could not interrupt); elsewhere a daemon thread polls
+``getppid()`` twice a second. Either way the parent is checked once more after
+the watch is set, for a parent that died before it.
 """
 
 from __future__ import annotations
@@ -21,7 +29,9 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -252,7 +262,12 @@ def _compile_in_pool(
     from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_die_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         # A spawn pool starts its workers inside submit(), where the main
         # module is hidden from the data each worker is prepared from.
         with _main_hidden():
@@ -283,6 +298,41 @@ def _compile_in_pool(
         raise error
     results = {index: future.result() for future, index in futures.items()}
     return [results[index] for index in range(len(jobs))]
+
+
+_PR_SET_PDEATHSIG = 1
+"""``<linux/prctl.h>``: the signal a process gets when its parent exits."""
+
+
+def _die_with_parent(parent: int) -> None:
+    """The initializer of a compile worker: exit when ``parent`` does (see the
+    module). PR_SET_PDEATHSIG fires when the thread that spawned the worker
+    exits; that thread is the one blocked in `compile_all` until the pool is
+    shut down, so it outlives every worker it starts."""
+    watched = False
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            watched = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            watched = False
+    if not watched:
+        import threading
+
+        threading.Thread(
+            target=_poll_parent, args=(parent,), name="teeny-ir-parent-watch", daemon=True
+        ).start()
+    if os.getppid() != parent:  # it died before the watch was set
+        os._exit(1)
+
+
+def _poll_parent(parent: int) -> None:
+    while True:
+        time.sleep(0.5)
+        if os.getppid() != parent:
+            os._exit(1)
 
 
 def _largest_first(jobs: Sequence[Job]) -> list[int]:

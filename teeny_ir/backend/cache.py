@@ -26,6 +26,16 @@ and renamed into place (``os.replace``), so concurrent writers of the same
 key each leave a whole entry and a reader never sees half of one. A cache
 that cannot be read or written is no cache: lookups miss, stores are skipped.
 
+An entry is read as `teeny_ir.core.files.read_regular` reads (never blocking,
+at most `ENTRY_BYTES`): a FIFO, a device, a directory, a symlink loop or an
+oversized file where an entry should be is a miss like a corrupt one. A store
+replaces only a regular file, or a symlink of ours that names a regular file or
+nothing (the link itself is replaced, never written through); anything else in
+an entry's place stays, and that variant is not cached. Entries get the
+umask's mode (``0666 & ~umask``), and the temporary file of a store that was
+killed (named by `teeny_ir.core.files.temp_prefix`) is removed by the next
+store into its folder.
+
 Where: ``TEENY_CACHE_DIR`` if set, else ``teeny_ir/`` in the platform's user
 cache folder (``platformdirs``). `disabled` turns the cache off for a block
 (``teeny-opt --no-cache``); ``emit-triton{cache=off}`` does the same for one
@@ -36,16 +46,20 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
 import functools
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from teeny_ir.backend import triton_settings
 from teeny_ir.backend.aot import CompiledVariant
+from teeny_ir.backend.kernel_files import CUBIN_BYTES
+from teeny_ir.core.files import default_file_mode, read_regular, sweep_stale, temp_prefix
 from teeny_ir.kernels.contract import KernelFamily
 
 FORMAT_VERSION = 1
@@ -53,6 +67,8 @@ FORMAT_VERSION = 1
 
 ENV_DIR = "TEENY_CACHE_DIR"
 _MAGIC = b"teeny-ir-compile-cache"
+ENTRY_BYTES = 4 * CUBIN_BYTES
+"""The most of an entry that is read (a cubin, its PTX and the metadata)."""
 
 _enabled: contextvars.ContextVar[bool] = contextvars.ContextVar("teeny_compile_cache", default=True)
 
@@ -247,25 +263,52 @@ def is_for(
 def lookup(key: str, directory: Path | None = None) -> CompiledVariant | None:
     """The cached variant for ``key``, or None (absent, unreadable or corrupt)."""
     try:
-        data = entry_path(key, directory).read_bytes()
-    except OSError:
+        data = read_regular(entry_path(key, directory), ENTRY_BYTES)
+    except (OSError, ValueError):
         return None
     return _decode(key, data)
 
 
+def _replaceable(path: Path) -> bool:
+    """Whether a store may put an entry at ``path``: nothing is there, a
+    regular file, or a symlink of this user's naming a regular file or nothing
+    (dangling, or a loop)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return True
+    if stat.S_ISREG(info.st_mode):
+        return True
+    if not stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid():
+        return False
+    try:
+        return stat.S_ISREG(path.stat().st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError as err:
+        return err.errno == errno.ELOOP
+
+
 def store(key: str, variant: CompiledVariant, directory: Path | None = None) -> bool:
     """Write the entry for ``key`` atomically; False (and nothing left behind)
-    when the cache folder cannot be written or the variant's cubin does not
-    match its hash."""
+    when the cache folder cannot be written, something other than a regular
+    file or a symlink of ours is where the entry goes, or the variant's cubin
+    does not match its hash."""
     if hashlib.sha256(variant.cubin).hexdigest() != variant.cubin_sha256:
         return False
     path = entry_path(key, directory)
     temp: str | None = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(prefix=f".{key[:16]}.", suffix=".tmp", dir=path.parent)
+        if not _replaceable(path):
+            return False
+        sweep_stale(path.parent, None, (".tmp",))
+        handle, temp = tempfile.mkstemp(
+            prefix=temp_prefix(key[:16]), suffix=".tmp", dir=path.parent
+        )
         with os.fdopen(handle, "wb") as file:
             file.write(_encode(key, variant))
+        os.chmod(temp, default_file_mode())
         os.replace(temp, path)
         temp = None
         return True

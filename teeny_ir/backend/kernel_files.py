@@ -1,13 +1,15 @@
 """Reading the files of a plan directory, and importing a rendered kernel file
 by its path - the one place teeny_ir does either.
 
-`read_regular` is how every file of a plan directory is read (``plan.json``,
-``kernels/*.py``, the cubins): a plan directory is user input, and a FIFO, a
-device or a symlink to ``/dev/zero`` in it must be one error naming the file,
-never a hang or an exhausted memory. The file is opened without blocking
-(``O_NONBLOCK``: opening a FIFO waits for no writer), the opened descriptor is
-checked to be a regular file (``fstat``, so nothing can be swapped in between
-the check and the read) and at most a limit of bytes is read.
+`read_regular` (`teeny_ir.core.files.read_regular`, here with the limits for
+the files of a plan directory) is how every file of a plan directory is read
+(``plan.json``, ``kernels/*.py``, the cubins): a plan directory is user input,
+and a FIFO, a device or a symlink to ``/dev/zero`` in it must be one error
+naming the file, never a hang or an exhausted memory. The file is opened
+without blocking (``O_NONBLOCK``: opening a FIFO waits for no writer), the
+opened descriptor is checked to be a regular file (``fstat``, so nothing can be
+swapped in between the check and the read) and at most a limit of bytes is
+read; a symlink loop is an error too.
 
 ``@triton.jit`` reads a kernel's source back from its file (``inspect``), so a
 kernel must come from a real file rather than ``exec`` of a string. The file
@@ -20,16 +22,16 @@ Standard library only: the caller has imported or configured triton first.
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import importlib.util
 import os
-import stat
 import sys
 from collections.abc import Callable
 from importlib.machinery import SourceFileLoader
 from types import CodeType
 from typing import Any
+
+from teeny_ir.core.files import read_regular
 
 PLAN_JSON_BYTES = 256 * 2**20
 """The most of ``plan.json`` that is read (a YOLOv8n training plan is 1.4 MB)."""
@@ -38,45 +40,14 @@ KERNEL_SOURCE_BYTES = 16 * 2**20
 CUBIN_BYTES = 256 * 2**20
 """The most of a cubin that is read (a YOLOv8n cubin is ~200 KB)."""
 
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
-def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
-    """The bytes of the regular file at ``path`` (symlinks followed), at most
-    ``limit`` of them. Raises `OSError`, whose ``strerror`` is one clause for
-    the caller's message, when the file cannot be opened, is not a regular
-    file (a FIFO, a device, a directory: refused without blocking on it) or
-    holds more than ``limit`` bytes."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = next((what for test, what in _KINDS if test(info.st_mode)), "a special file")
-            raise OSError(errno.EINVAL, f"it is {kind}, not a regular file", os.fspath(path))
-        if info.st_size > limit:
-            raise _too_big(path, limit)
-        chunks: list[bytes] = []
-        size = 0
-        # To the end rather than to st_size: the file may grow while it is read.
-        while chunk := os.read(fd, min(1 << 20, limit + 1 - size)):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise _too_big(path, limit)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def _too_big(path: str | os.PathLike[str], limit: int) -> OSError:
-    reason = f"it is larger than {limit} bytes, the most teeny_ir reads of such a file"
-    return OSError(errno.EFBIG, reason, os.fspath(path))
+__all__ = [
+    "CUBIN_BYTES",
+    "KERNEL_SOURCE_BYTES",
+    "PLAN_JSON_BYTES",
+    "KernelImportError",
+    "import_kernel",
+    "read_regular",
+]
 
 
 class KernelImportError(ImportError):

@@ -21,7 +21,14 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from teeny_ir.core.diagnostics import DiagnosticError
-from teeny_ir.core.files import OutputError, check_not_input, check_output, write_bytes, write_text
+from teeny_ir.core.files import (
+    OutputError,
+    check_not_input,
+    check_output,
+    check_regular,
+    write_bytes,
+    write_text,
+)
 from teeny_ir.driver.cli import ArgumentParser, parse_args
 
 PROG = "teeny-import"
@@ -90,8 +97,14 @@ def _import(model: str, output: str, stdout: TextIO) -> None:
     for path in (output, weights_file):
         check_not_input(path, model)
         check_output(path)
-    if not os.path.exists(model):
-        raise OutputError(f"cannot read '{model}': no such file")
+    try:
+        check_regular(model)  # never a FIFO to hang on or a device to read forever
+    except FileNotFoundError:
+        raise OutputError(f"cannot read '{model}': no such file") from None
+    except (OSError, ValueError) as err:
+        raise OutputError(
+            f"cannot read '{model}': {getattr(err, 'strerror', None) or err}"
+        ) from None
     import teeny_ir
 
     if model.endswith(".pt2"):

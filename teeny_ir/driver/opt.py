@@ -13,12 +13,20 @@ import gc
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TextIO
 
 from teeny_ir.core.diagnostics import Diagnostic, DiagnosticError, SourceFile, engine_of
-from teeny_ir.core.files import OutputError, check_not_input, write_text
+from teeny_ir.core.files import (
+    TEXT_INPUT_BYTES,
+    OutputError,
+    check_not_input,
+    check_output,
+    read_regular,
+    read_stream,
+    write_text,
+)
 from teeny_ir.driver.cli import ArgumentParser, UsageError, parse_args
 
 if TYPE_CHECKING:
@@ -392,6 +400,8 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
             from teeny_ir.driver.reproducer import check_not_input as check_reproducer
 
             check_reproducer(reproducer.path, args.input)
+        _check_outside_out_dirs(manager, args.output, reproducer)
+        check_output(args.output)
         data = _read_input(args.input, stdin)
     except OutputError as err:
         stderr.write(f"{PROG}: error: {err}\n")
@@ -414,6 +424,11 @@ def run(argv: Sequence[str], stdin: object, stdout: TextIO, stderr: TextIO) -> i
         manager = graphed if graphed is not None else manager
         if args.dump_pass_pipeline:
             stderr.write(manager.pipeline_string() + "\n")
+        try:
+            _check_outside_out_dirs(manager, args.output, reproducer)
+        except OutputError as err:
+            stderr.write(f"{PROG}: error: {err}\n")
+            return 1
 
     if args.no_cache:
         from teeny_ir.backend import cache
@@ -528,6 +543,7 @@ def _view_op_graph(
     drawn = [g for g in graphs if not isinstance(g, Nest) and g.name == "view-op-graph"]
     if drawn:
         try:
+            _check_outside_out_dirs(manager, "-", None)
             type(drawn[0]).check_outputs(  # type: ignore[attr-defined]
                 drawn, args.input, args.output, args.split_input_file
             )
@@ -580,14 +596,68 @@ def _root_of(manager: PassManager | None) -> Nest:
 
 
 def _read_input(path: str, stdin: object) -> bytes:
+    """The input's bytes: stdin, or a regular file (a FIFO or a device is
+    refused, never waited on), at most `TEXT_INPUT_BYTES` of either."""
     if path == "-":
         buffer = getattr(stdin, "buffer", stdin)
-        return buffer.read()  # type: ignore[no-any-return, attr-defined]
+        return read_stream(buffer, TEXT_INPUT_BYTES)  # type: ignore[arg-type]
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as err:
-        raise OutputError(f"cannot read '{path}': {err.strerror or err}") from None
+        return read_regular(path, TEXT_INPUT_BYTES)
+    except (OSError, ValueError) as err:
+        raise OutputError(
+            f"cannot read '{path}': {getattr(err, 'strerror', None) or err}"
+        ) from None
+
+
+def _out_dirs(nest: Nest | None) -> list[str]:
+    """The out-dirs of the pipeline's emit-triton passes, nests included."""
+    from teeny_ir.driver.pass_manager import Nest
+
+    found: list[str] = []
+    for child in [] if nest is None else nest.children:
+        if isinstance(child, Nest):
+            found.extend(_out_dirs(child))
+        elif child.name == "emit-triton" and (out_dir := getattr(child, "out_dir", "")):
+            found.append(str(out_dir))
+    return found
+
+
+def _check_outside_out_dirs(
+    manager: PassManager | None, output: str, reproducer: CrashReproducer | None
+) -> None:
+    """Refuse, before anything runs, ``-o``, the crash reproducer or a
+    view-op-graph ``out=`` inside (or naming) an emit-triton out-dir of the
+    pipeline: the emission replaces that directory, the file would replace
+    part of the emission. Both sides are compared resolved (`os.path.realpath`)."""
+    from teeny_ir.driver.pass_manager import Nest
+
+    if manager is None:
+        return
+    dirs = [(d, os.path.realpath(d)) for d in _out_dirs(manager.root) if "\0" not in d]
+    if not dirs:
+        return
+    files: list[tuple[str, str]] = [("-o", output)]
+    if reproducer is not None:
+        files.append(("the crash reproducer", reproducer.path))
+
+    def graphs(nest: Nest) -> Iterator[str]:
+        for child in nest.children:
+            if isinstance(child, Nest):
+                yield from graphs(child)
+            elif child.name == "view-op-graph" and (out := getattr(child, "out", "")):
+                yield str(out)
+
+    files.extend(("view-op-graph out=", out) for out in graphs(manager.root))
+    for what, path in files:
+        if path in ("", "-") or "\0" in path:
+            continue
+        resolved = os.path.realpath(path)
+        for given, real in dirs:
+            if resolved == real or resolved.startswith(real.rstrip(os.sep) + os.sep):
+                raise OutputError(
+                    f"{what} '{path}' is inside emit-triton's out-dir '{given}', which the "
+                    "emission replaces; write it outside the out-dir"
+                )
 
 
 def _decoded_for_display(data: bytes) -> str:

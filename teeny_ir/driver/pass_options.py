@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
+import struct
 import types
 import typing
 from dataclasses import dataclass
@@ -26,6 +28,17 @@ if typing.TYPE_CHECKING:
     from xdsl.passes import ModulePass
 
 _INT = re.compile(r"[+-]?(0x[0-9a-fA-F]+|[0-9]+)")
+
+
+def _as_float32(value: float) -> float:
+    """``value`` rounded to float32 (infinite where float32 overflows). A float
+    option is a float32 in the compiled program: a finite text that float32
+    rounds to infinity (``lr=1e39``) is refused; ``inf`` and ``nan`` are left
+    to the pass's own checks."""
+    try:
+        return float(struct.unpack("f", struct.pack("f", value))[0])
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 class OptionError(Exception):
@@ -159,9 +172,15 @@ def _scalar(tp: Any, text: str) -> Any:
         if not text.isascii():  # float() reads any Unicode digit: float("٣") == 3.0
             raise ValueError("expected a number")
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             raise ValueError("expected a number") from None
+        if math.isfinite(value) and math.isinf(_as_float32(value)):
+            raise ValueError(
+                "expected a number within float32's range (at most 3.4028235e+38 in magnitude), "
+                "the precision the compiled program computes in"
+            )
+        return value
     if tp is str:
         return text
     if get_origin(tp) is Literal:

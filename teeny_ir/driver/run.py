@@ -38,10 +38,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from teeny_ir.core.diagnostics import DiagnosticError
 from teeny_ir.core.files import (
+    TEXT_INPUT_BYTES,
     OutputError,
     check_not_input,
     check_output,
     read_npy,
+    read_regular,
     write_npz,
     write_text,
 )
@@ -233,9 +235,8 @@ def _read_module(path: str) -> ModuleOp:
     import teeny_ir
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
-    except (OSError, UnicodeDecodeError) as err:
+        text = read_regular(path, TEXT_INPUT_BYTES).decode("utf-8")
+    except (OSError, ValueError) as err:
         raise OutputError(
             f"cannot read '{path}': {getattr(err, 'strerror', None) or err}"
         ) from None
