@@ -4,7 +4,8 @@ Runs the one planner (`teeny_ir.backend.memory`, as ``emit-triton`` does) on the
 plan that ``emit-triton`` would write (`teeny_ir.backend.collect`), and records
 it as discardable attributes so a lit test can check it: each ``kernel.launch``
 gets ``teeny.offsets``, per result the byte offset in the arena where it lives
-(a view's is its base's plus its offset), and ``@forward`` gets ``teeny.arena``
+(a view's is its base's plus its offset), each collective (``kernel.all_reduce``)
+its result's (its input's own when it reduces in place), and ``@forward`` gets ``teeny.arena``
 (the arena's bytes) and ``teeny.memory`` (the strategy that placed the
 buffers). Offsets and the arena are expressions of ``B``. Nothing else changes.
 """
@@ -19,9 +20,10 @@ from xdsl.dialects.builtin import ArrayAttr, ModuleOp, StringAttr
 from xdsl.dialects.func import FuncOp
 from xdsl.passes import ModulePass
 
-from dialects.kernel import LaunchOp
+from dialects.kernel import AllReduceOp, LaunchOp
 from teeny_ir.backend import memory
 from teeny_ir.backend.collect import collect, draft_plan, error_at
+from teeny_ir.backend.plan import CollectiveSpec, LaunchSpec
 from teeny_ir.kernels.families import FAMILIES
 
 OFFSETS_ATTR = "teeny.offsets"
@@ -69,8 +71,15 @@ class PlanMemoryPass(ModulePass):
                 where[view.name] = where[view.base] + memory.Affine(
                     0, view.offset * memory.BYTES["f32"]
                 )
-        launches = [o for o in forward.body.block.ops if isinstance(o, LaunchOp)]
-        for launch_op, spec in zip(launches, plan.launches, strict=True):
+        entries = [o for o in forward.body.block.ops if isinstance(o, LaunchOp | AllReduceOp)]
+        for entry, spec in zip(entries, plan.launches, strict=True):
+            if isinstance(entry, AllReduceOp):  # a collective: its one result
+                assert isinstance(spec, CollectiveSpec)
+                offset = where[spec.output].text() if spec.output in where else ""
+                entry.attributes[OFFSETS_ATTR] = ArrayAttr([StringAttr(offset)])
+                continue
+            launch_op = entry
+            assert isinstance(spec, LaunchSpec)
             family = FAMILIES[launch_op.family]
             bound = {
                 binding: arg.tensor

@@ -22,9 +22,8 @@ import teeny_ir
 from teeny_ir.backend.plan import SCHEMA
 
 TEXT_LIMIT: int = SCHEMA["properties"]["weights"]["items"]["properties"]["name"]["maxLength"]
-GRID_LIMIT: int = SCHEMA["properties"]["launches"]["items"]["properties"]["grid"]["items"][
-    "maxLength"
-]
+_LAUNCH = SCHEMA["properties"]["launches"]["items"]["oneOf"][0]  # a kernel launch (or a collective)
+GRID_LIMIT: int = _LAUNCH["properties"]["grid"]["items"]["maxLength"]
 MIN_OUTPUTS: int = SCHEMA["properties"]["outputs"]["minItems"]
 
 ARGS = (

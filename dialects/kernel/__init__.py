@@ -2,8 +2,9 @@
 
 After lower-graph-to-kernel a function is a weight table, launches (one line
 each when printed; see `LaunchOp` for the syntax), the weights that launches
-take as operands (``kernel.param``) and the views that cost no launch
-(``kernel.slice``, ``kernel.reshape``, ``kernel.concat``)::
+take as operands (``kernel.param``), the views that cost no launch
+(``kernel.slice``, ``kernel.reshape``, ``kernel.concat``) and, in a
+data-parallel training function, the collectives (``kernel.all_reduce``)::
 
     kernel.weight "model.0.conv.weight" : tensor<37x37x1x1xf32>
     %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, ..., ACTIVATION = "silu"}
@@ -20,8 +21,9 @@ parameter slots fit the function's ``kernel.weight`` table.
 The package's modules, by concern: `dialects.kernel.attributes` (the
 attributes, the batch-stride layout and the batch-tensor test),
 `dialects.kernel.weights` (``kernel.weight`` and the weight table),
-`dialects.kernel.bindings` (a launch's constexpr, slot and binding checks) and
-`dialects.kernel.ops` (the other ops). The public names are re-exported here,
+`dialects.kernel.bindings` (a launch's constexpr, slot and binding checks),
+`dialects.kernel.collective` (``kernel.all_reduce``, a collective of the plan,
+not a launch) and `dialects.kernel.ops` (the other ops). The public names are re-exported here,
 and the dialect object is assembled here, last.
 """
 
@@ -40,10 +42,12 @@ from dialects.kernel.attributes import (
     symbolic_shape,
     with_batch_stride,
 )
+from dialects.kernel.collective import AllReduceOp
 from dialects.kernel.ops import ConcatOp, LaunchOp, ParamOp, ReshapeOp, SliceOp
 from dialects.kernel.weights import WeightOp
 
 __all__ = [
+    "AllReduceOp",
     "ArgBindingAttr",
     "BatchStrideAttr",
     "ConcatOp",
@@ -64,6 +68,6 @@ __all__ = [
 
 Kernel = Dialect(
     "kernel",
-    [WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp],
+    [WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp, AllReduceOp],
     [ParamSlotAttr, ArgBindingAttr, BatchStrideAttr],
 )

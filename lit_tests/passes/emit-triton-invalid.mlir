@@ -11,7 +11,7 @@
 // ARCH: error: emit-triton: unknown arch 75 (known: 80, 86, 87, 89, 90, 100, 120)
 
 func.func @forward(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error@+1 {{emit-triton expects only kernel.weight, kernel.launch, kernel.param, kernel.slice, kernel.reshape, kernel.concat and func.return in @forward, found 'graph.silu' (run lower-graph-to-kernel first)}}
+  // expected-error@+1 {{emit-triton expects only kernel.weight, kernel.launch, kernel.param, kernel.slice, kernel.reshape, kernel.concat, kernel.all_reduce and func.return in @forward, found 'graph.silu' (run lower-graph-to-kernel first)}}
   %y = graph.silu %x : tensor<?x4xf32>
   // expected-error@+1 {{found 'graph.relu'}}
   %z = graph.relu %y : tensor<?x4xf32>

@@ -82,7 +82,7 @@
 // PLAN:            "value": 1.0
 // PLAN:            "kind": "fill",
 // PLAN:            "value": 0.0
-// PLAN:      "version": 6,
+// PLAN:      "version": 7,
 // PLAN-NEXT: "views": [],
 // PLAN-NEXT: "weights": [
 // PLAN:        "name": "conv.weight\"); import os; #",

@@ -9,7 +9,7 @@
 // EMIT: error: emit-triton: unknown memory=bogus (known: planned, naive)
 
 func.func @forward(%x: tensor<?x4xf32>) -> tensor<?x4xf32> {
-  // expected-error@+1 {{emit-triton expects only kernel.weight, kernel.launch, kernel.param, kernel.slice, kernel.reshape, kernel.concat and func.return in @forward, found 'graph.silu' (run lower-graph-to-kernel first)}}
+  // expected-error@+1 {{emit-triton expects only kernel.weight, kernel.launch, kernel.param, kernel.slice, kernel.reshape, kernel.concat, kernel.all_reduce and func.return in @forward, found 'graph.silu' (run lower-graph-to-kernel first)}}
   %y = graph.silu %x : tensor<?x4xf32>
   func.return %y : tensor<?x4xf32>
 }

@@ -35,7 +35,7 @@
 // PLAN:        "name": "t2",
 // PLAN-NEXT:   "offset": "0",
 // PLAN:      "memory": "search",
-// PLAN:      "version": 6
+// PLAN:      "version": 7
 
 // PLAN-NAIVE: "arena": "B * 1536",
 // PLAN-NAIVE: "offset": "B * 1024",

@@ -2,11 +2,15 @@
 
 `collect` reads ``func.func @forward`` as lower-graph-to-kernel leaves it
 (``kernel.weight``, ``kernel.param``, ``kernel.launch``, the view ops
-``kernel.slice``, ``kernel.reshape`` and ``kernel.concat``, ``func.return``)
-into the plan's pieces, a `Collected`: tensors named ``in<N>``, ``p<N>``,
-``t<N>``, ``v<N>`` in first-use order, kernel variants deduplicated by
-(family, constexprs) with ordinals in first-use order, each launch's
-arguments, grid, sources and training phase. Every name in the plan is
+``kernel.slice``, ``kernel.reshape`` and ``kernel.concat``, the collectives
+``kernel.all_reduce``, ``func.return``) into the plan's pieces, a
+`Collected`: tensors named ``in<N>``, ``p<N>``, ``t<N>``, ``v<N>`` in
+first-use order, kernel variants deduplicated by (family, constexprs) with
+ordinals in first-use order, each launch's arguments, grid, sources and
+training phase, and each collective (`CollectiveSpec`) in its place among the
+launches. A collective reduces in place (its output is its input's buffer)
+when its input is a buffer of its own that nothing else reads and the
+function does not return; otherwise into a buffer of its own. Every name in the plan is
 generated; weight names are JSON data only and never reach Python source or a
 path. `draft_plan` turns the pieces into the `Plan` that will be written
 (memory placed by the one planner, `teeny_ir.backend.memory`; kernel hashes
@@ -33,6 +37,7 @@ from xdsl.dialects.func import FuncOp, ReturnOp
 from xdsl.ir import Operation, SSAValue
 
 from dialects.kernel import (
+    AllReduceOp,
     ConcatOp,
     LaunchOp,
     ParamOp,
@@ -48,10 +53,12 @@ from teeny_ir.backend import memory as memory_plan
 from teeny_ir.backend.plan import (
     SCHEMA,
     Arg,
+    CollectiveSpec,
     KernelSpec,
     LaunchSpec,
     ParamSpec,
     Plan,
+    PlanLaunch,
     SourceSpec,
     TensorSpec,
     ViewSpec,
@@ -93,7 +100,7 @@ class Collected:
     variants: dict[tuple[str, tuple[tuple[str, int | str], ...]], Variant] = field(
         default_factory=dict[tuple[str, tuple[tuple[str, int | str], ...]], Variant]
     )
-    launches: list[LaunchSpec] = field(default_factory=list[LaunchSpec])
+    launches: list[PlanLaunch] = field(default_factory=list[PlanLaunch])
     outputs: list[str] = field(default_factory=list[str])
     roles: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
     origins: dict[tuple[str, int], Operation] = field(
@@ -107,7 +114,7 @@ class Collected:
     """``tl.dot``'s fp32 input precision (`teeny_ir.kernels.render.PRECISIONS`)."""
 
 
-_ALLOWED = (WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp, ReturnOp)
+_ALLOWED = (WeightOp, LaunchOp, ParamOp, SliceOp, ReshapeOp, ConcatOp, AllReduceOp, ReturnOp)
 
 
 class _Names:
@@ -193,7 +200,8 @@ def collect(forward: FuncOp) -> Collected:
         Diagnostic(
             Severity.ERROR,
             "emit-triton expects only kernel.weight, kernel.launch, kernel.param, kernel.slice, "
-            f"kernel.reshape, kernel.concat and func.return in @forward, found '{op.name}' (run "
+            "kernel.reshape, kernel.concat, kernel.all_reduce and func.return in @forward, found "
+            f"'{op.name}' (run "
             "lower-graph-to-kernel first)",
             loc_of(op),
         )
@@ -220,6 +228,9 @@ def collect(forward: FuncOp) -> Collected:
         elif isinstance(op, LaunchOp):
             plan.origins["launches", len(plan.launches)] = op
             plan.launches.append(_launch(op, plan, names))
+        elif isinstance(op, AllReduceOp):
+            plan.origins["launches", len(plan.launches)] = op
+            plan.launches.append(_collective(op, plan, names))
         elif isinstance(op, ParamOp):
             name = f"p{len(plan.params)}"
             names.names[op.result] = name
@@ -334,7 +345,32 @@ PHASE_OF = {"teeny.backward": "backward", "teeny.update": "update"}
 """The launch attributes of the training passes -> the plan's launch phase."""
 
 
-def _with_phases(launches: list[LaunchSpec]) -> list[LaunchSpec]:
+def _collective(op: AllReduceOp, plan: Collected, names: _Names) -> CollectiveSpec:
+    """A ``kernel.all_reduce`` as the plan's collective: in place when its
+    input is a buffer of its own that only it reads (the function does not
+    return it), else into a new buffer."""
+    source = op.input
+    name = names[source]  # defined before its use: the block is in program order
+    reads_alone = len(list(source.uses)) == 1 and not any(
+        isinstance(use.operation, ReturnOp) for use in source.uses
+    )
+    if reads_alone and any(buffer.name == name for buffer in plan.buffers):
+        names.names[op.result] = name
+        target = name
+    else:
+        target = names.define(op.result, op)
+    phase = next((p for key, p in PHASE_OF.items() if key in op.attributes), "forward")
+    return CollectiveSpec(
+        "all_reduce",
+        op.reduction,
+        op.world,
+        (Arg(tensor=name), Arg(tensor=target)),
+        _sources(op),
+        phase,
+    )
+
+
+def _with_phases(launches: list[PlanLaunch]) -> list[PlanLaunch]:
     """A training plan's launches (any not in the forward phase) keep their
     phases, each forward launch listing the backward launches whose sources
     share a location with its own (the gradient of a graph op takes its
@@ -342,12 +378,16 @@ def _with_phases(launches: list[LaunchSpec]) -> list[LaunchSpec]:
     if all(launch.phase == "forward" for launch in launches):
         return [dataclasses.replace(launch, phase="") for launch in launches]
     locations = [{s.loc for s in launch.sources if s.loc} for launch in launches]
-    backward = [i for i, launch in enumerate(launches) if launch.phase == "backward"]
+    backward = [
+        i
+        for i, launch in enumerate(launches)
+        if launch.phase == "backward" and isinstance(launch, LaunchSpec)
+    ]
     return [
         dataclasses.replace(
             launch, gradients=tuple(j for j in backward if locations[j] & locations[i])
         )
-        if launch.phase == "forward"
+        if launch.phase == "forward" and isinstance(launch, LaunchSpec)
         else launch
         for i, launch in enumerate(launches)
     ]

@@ -2,7 +2,8 @@
 
 A buffer is live from the first launch that touches it (its first writer: the
 loader proves no launch reads a buffer before launches wrote it) to the last
-launch that reads it. Plan outputs and status outputs (read after the run)
+launch that reads it. A collective is a launch here: it reads its input and
+writes its output (the same buffer when it reduces in place). Plan outputs and status outputs (read after the run)
 stay live to the end. A view's reads and writes are its base's. Inputs and
 parameters are not in the arena.
 
@@ -145,7 +146,11 @@ def status_buffers(plan: Plan) -> set[str]:
     """Tensors the runtime reads after the run: families' status outputs."""
     families = {k.name: FAMILIES[k.family] for k in plan.kernels if k.family in FAMILIES}
     found: set[str] = set()
+    from teeny_ir.backend.plan import CollectiveSpec  # plan.py imports this module
+
     for launch in plan.launches:
+        if isinstance(launch, CollectiveSpec):
+            continue  # no family, no status output
         family = families.get(launch.kernel)
         if family is None:
             continue

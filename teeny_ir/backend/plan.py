@@ -5,7 +5,9 @@
 semantics before anything runs: known families, arguments matching each
 family's ABI, tensor references of the right kind, expressions of the shape
 grammar over ``B`` only (so a grid string is data, never code), derivations
-that fit the weight table, and kernel files inside DIR whose sha256 matches.
+that fit the weight table, kernel files inside DIR whose sha256 matches, and
+the collectives (`CollectiveSpec`: one input and one output of one static
+shape, one group size for the whole plan).
 Every file of DIR is read by `teeny_ir.backend.kernel_files.read_regular`: a
 FIFO, a device or an oversized file is a `PlanError` naming it, never a hang.
 
@@ -39,7 +41,7 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import DEFAULT_PRECISION, PRECISIONS, RenderError, render
 
 FORMAT = "teeny-ir-plan"
-VERSION = 6
+VERSION = 7
 """2: a pointwise constexpr is the name of a pointwise-table entry (a string).
 3: ``views`` (channel slices of buffers, zero-copy splits and concats), each
 launch's ``sources`` (the graph ops it implements, with their locations), launch
@@ -51,7 +53,11 @@ family's status outputs (`KernelFamily.status_checks`) are checked after the run
 (optimizer state, zero when absent).
 6: the memory plan: each buffer's ``offset`` (bytes, an expression of ``B``) in
 one ``arena`` of the plan (an expression of ``B``), placed by the ``memory``
-strategy (`teeny_ir.backend.memory`)."""
+strategy (`teeny_ir.backend.memory`).
+7: collectives: a launches entry may be a collective (``{"collective":
+"all_reduce", "reduction", "world", "args": [input, output], "sources",
+"phase"}``, `CollectiveSpec`) instead of a kernel launch; a data-parallel
+training plan all-reduces its gradients (docs/plan.md, "Collectives")."""
 
 _NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}
@@ -64,6 +70,11 @@ ROLES = ("grad", "updated", "running")
 """What a training plan's output is besides a user result: a parameter's gradient
 (``teeny.grad``), its update or an optimizer state's (``teeny.updated``), or an
 updated running statistic (``teeny.running``); ``of`` names the weight."""
+COLLECTIVES = ("all_reduce",)
+"""The collectives a plan's launches may hold (`CollectiveSpec`)."""
+REDUCTIONS = ("mean", "sum")
+"""An all-reduce's reductions: the mean or the sum over the ranks."""
+MAX_WORLD = 2**31 - 1
 DTYPES = ("f32", "i64")
 """Element types of plan inputs and buffers (views, weights and params are f32)."""
 _DTYPE = {"enum": list(DTYPES)}
@@ -124,6 +135,13 @@ _LAUNCH = _record(
     "phase",
     "gradients",
 )
+_COLLECTIVE = _record(
+    {"collective": {"enum": list(COLLECTIVES)}, "reduction": {"enum": list(REDUCTIONS)}}
+    | {"world": _int(1, MAX_WORLD)}
+    | {"args": _array(_record({"tensor": _NAME}), minItems=2, maxItems=2)}
+    | {"sources": _array(_SOURCE, maxItems=64), "phase": {"enum": list(PHASES)}},
+    "phase",
+)
 SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": f"teeny_ir launch plan, version {VERSION}",
@@ -144,7 +162,7 @@ SCHEMA: dict[str, Any] = {
             _record({"name": _NAME, "shape": _DIMS, "dtype": _F32, "derivation": _DERIVATION})
         )
     }
-    | {"kernels": _array(_KERNEL), "launches": _array(_LAUNCH)}
+    | {"kernels": _array(_KERNEL), "launches": _array({"oneOf": [_LAUNCH, _COLLECTIVE]})}
     | {
         "outputs": _array(
             _record({"tensor": _NAME, "role": {"enum": list(ROLES)}, "of": _TEXT}, "role", "of"),
@@ -285,6 +303,47 @@ class LaunchSpec:
 
 
 @dataclass(frozen=True)
+class CollectiveSpec:
+    """One collective, in plan order among the launches: ``input`` reduced over
+    the ``world`` ranks of the process group (``reduction`` ``mean`` or
+    ``sum``) into ``output``, every rank receiving the result. ``args`` are
+    the two tensors, input then output (the same name: in place). No kernel,
+    no grid: the runtime runs it through torch.distributed."""
+
+    collective: str
+    reduction: str
+    world: int
+    args: tuple[Arg, Arg]
+    sources: tuple[SourceSpec, ...] = ()
+    """Provenance: the ``graph.all_reduce`` it implements."""
+    phase: str = ""
+    """In a training plan, one of `PHASES`; empty in an inference plan."""
+
+    @property
+    def input(self) -> str:
+        return self.args[0].tensor or ""
+
+    @property
+    def output(self) -> str:
+        return self.args[1].tensor or ""
+
+    @property
+    def in_place(self) -> bool:
+        """Whether the output is the input's tensor (reduced where it lies)."""
+        return self.input == self.output
+
+    def where(self) -> str:
+        """The graph op it implements, with its location: for messages."""
+        if not self.sources:
+            return f"a {self.collective}"
+        return ", ".join(f"{s.op} at {s.loc}" if s.loc else s.op for s in self.sources)
+
+
+PlanLaunch = LaunchSpec | CollectiveSpec
+"""An entry of a plan's launches: a kernel launch or a collective."""
+
+
+@dataclass(frozen=True)
 class Plan:
     """A whole launch plan (see docs/plan.md)."""
 
@@ -294,7 +353,7 @@ class Plan:
     params: tuple[ParamSpec, ...]
     buffers: tuple[TensorSpec, ...]
     kernels: tuple[KernelSpec, ...]
-    launches: tuple[LaunchSpec, ...]
+    launches: tuple[PlanLaunch, ...]
     outputs: tuple[str, ...]
     views: tuple[ViewSpec, ...] = ()
     roles: tuple[tuple[str, str], ...] = ()
@@ -308,6 +367,16 @@ class Plan:
     def role(self, index: int) -> tuple[str, str]:
         """Output ``index``'s ``(role, weight)``; ``("", "")`` for a user result."""
         return self.roles[index] if self.roles else ("", "")
+
+    def collectives(self) -> list[tuple[int, CollectiveSpec]]:
+        """(launch index, collective) of every collective, in plan order."""
+        return [(i, c) for i, c in enumerate(self.launches) if isinstance(c, CollectiveSpec)]
+
+    @property
+    def world(self) -> int:
+        """The number of ranks the plan's collectives run over (the loader
+        checks that they agree); 1 without collectives."""
+        return max((c.world for _, c in self.collectives()), default=1)
 
     def to_json(self) -> dict[str, Any]:
         def tensor(t: TensorSpec | WeightSpec | ParamSpec) -> dict[str, Any]:
@@ -323,7 +392,15 @@ class Plan:
                 data["precision"] = k.precision
             return data
 
-        def launch(entry: LaunchSpec) -> dict[str, Any]:
+        def launch(entry: PlanLaunch) -> dict[str, Any]:
+            if isinstance(entry, CollectiveSpec):
+                return {
+                    "collective": entry.collective,
+                    "reduction": entry.reduction,
+                    "world": entry.world,
+                    "args": [{"tensor": a.tensor} for a in entry.args],
+                    "sources": [source.to_json() for source in entry.sources],
+                } | ({"phase": entry.phase} if entry.phase else {})
             args = [
                 {"tensor": a.tensor} if a.tensor is not None else {"expr": a.expr}
                 for a in entry.args
@@ -408,7 +485,17 @@ class Plan:
         def sources(entries: Any) -> tuple[SourceSpec, ...]:
             return tuple(SourceSpec(s["op"], s.get("loc", "")) for s in entries)
 
-        def launch(entry: Mapping[str, Any]) -> LaunchSpec:
+        def launch(entry: Mapping[str, Any]) -> PlanLaunch:
+            if "collective" in entry:
+                first, second = (Arg(a["tensor"]) for a in entry["args"])
+                return CollectiveSpec(
+                    entry["collective"],
+                    entry["reduction"],
+                    entry["world"],
+                    (first, second),
+                    sources(entry["sources"]),
+                    entry.get("phase", ""),
+                )
             args = tuple(Arg(a.get("tensor"), a.get("expr")) for a in entry["args"])
             grid = (entry["grid"][0], entry["grid"][1], entry["grid"][2])
             return LaunchSpec(
@@ -501,8 +588,10 @@ def load_plan(directory: str | Path) -> Plan:
     if not fits_schema(data):
         import jsonschema
 
-        error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(SCHEMA).iter_errors(data)
+        error = _branch_error(
+            jsonschema.exceptions.best_match(
+                jsonschema.Draft202012Validator(SCHEMA).iter_errors(data)
+            )
         )
     if error is not None:
         where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
@@ -511,6 +600,22 @@ def load_plan(directory: str | Path) -> Plan:
     plan = Plan.from_json(data)
     _check_semantics(plan, root)
     return plan
+
+
+def _branch_error(error: Any) -> Any:
+    """For a launches entry that fits neither a kernel launch nor a collective
+    (a ``oneOf``), the best error of the branch it means to be: a collective
+    when it has a ``collective`` key, else a launch."""
+    import jsonschema
+
+    while error is not None and error.validator == "oneOf" and error.context:
+        instance = error.instance
+        branch = 1 if isinstance(instance, dict) and "collective" in instance else 0
+        errors = [e for e in error.context if e.relative_schema_path[0] == branch]
+        if not errors:
+            break
+        error = jsonschema.exceptions.best_match(errors)
+    return error
 
 
 def _reject_constant(name: str) -> None:
@@ -627,6 +732,9 @@ def _check_semantics(plan: Plan, root: Path) -> None:
     }
     shapes = tensor_shapes(plan)
     for index, launch in enumerate(plan.launches):
+        if isinstance(launch, CollectiveSpec):
+            _check_collective(plan, index, launch, kinds, dtypes, shapes, regions, written)
+            continue
         where = f"launch {index} ('{launch.kernel}')"
         if launch.kernel not in kernels:
             raise PlanError(f"{where} names no kernel of the plan")
@@ -679,15 +787,85 @@ def _check_semantics(plan: Plan, root: Path) -> None:
             )
     _check_roles(plan, weight_shapes)
     _check_phases(plan)
+    _check_world(plan)
     _check_memory(plan)
     batch_inputs = [t for t in plan.inputs if any(is_batch_dim(d) for d in t.shape)]
     if uses_batch and not batch_inputs:
         raise PlanError(f"the plan uses '{BATCH}' but no input has a '{BATCH}' dimension")
     for index, launch in enumerate(plan.launches):
+        if isinstance(launch, CollectiveSpec):
+            continue
         try:
             validator.validate(launch_contract(plan, kernels[launch.kernel], launch, shapes))
         except validator.ContractError as err:
             raise PlanError(f"launch {index} ('{launch.kernel}'): {err}") from None
+
+
+_COLLECTIVE_REFS = (("input", ("input", "param", "buffer", "view")), ("output", ("buffer",)))
+"""A collective's two tensors, by position: what each may refer to."""
+
+
+def _check_collective(
+    plan: Plan,
+    index: int,
+    collective: CollectiveSpec,
+    kinds: Mapping[str, str],
+    dtypes: Mapping[str, str],
+    shapes: Mapping[str, tuple[int | str, ...]],
+    regions: Mapping[str, tuple[str, int, int]],
+    written: dict[str, list[tuple[int, int]]],
+) -> None:
+    """One collective: its input (an input, a parameter, a buffer, or a
+    contiguous view of one, written before it) and its output (a buffer: the
+    input's own in place), f32 tensors of one static shape. Records the
+    output as written."""
+    where = f"launch {index} ({collective.collective} of {collective.where()})"
+    views = {view.name: view for view in plan.views}
+    for (role, allowed), arg in zip(_COLLECTIVE_REFS, collective.args, strict=True):
+        name = arg.tensor or ""
+        kind = kinds.get(name)
+        if kind is None:
+            raise PlanError(f"{where} {role} refers to undefined tensor '{name}'")
+        if kind not in allowed:
+            raise PlanError(
+                f"{where} {role} must refer to: {' or '.join(allowed)}; got {kind} '{name}'"
+            )
+        if dtypes.get(name, "f32") != "f32":
+            raise PlanError(f"{where} {role} takes f32, got {dtypes[name]} tensor '{name}'")
+        shape = shapes[name]
+        if not all(isinstance(d, int) for d in shape):
+            raise PlanError(
+                f"{where} {role} '{name}' has shape {list(shape)}: a collective's tensors are "
+                "static (every rank holds one of the same shape)"
+            )
+        view = views.get(name)
+        if view is not None and not _contiguous(view):
+            raise PlanError(f"{where} {role} '{name}' is a strided view; a collective needs one run")
+    source, target = collective.input, collective.output
+    if shapes[source] != shapes[target]:
+        raise PlanError(
+            f"{where} reduces '{source}' {list(shapes[source])} into '{target}' "
+            f"{list(shapes[target])}: the shapes differ"
+        )
+    if kinds[source] in ("buffer", "view") and not _covered(regions[source], written):
+        raise PlanError(f"{where} reads {kinds[source]} '{source}' before launches have written it")
+    base, first, end = regions[target]
+    written.setdefault(base, []).append((first, end))
+
+
+def _check_world(plan: Plan) -> None:
+    """The collectives of one plan run on one process group: one world size."""
+    worlds = sorted({c.world for _, c in plan.collectives()})
+    if len(worlds) > 1:
+        raise PlanError(
+            f"the plan's collectives are built for different numbers of ranks "
+            f"({', '.join(map(str, worlds))}); one plan runs on one process group"
+        )
+
+
+def launch_name(entry: PlanLaunch) -> str:
+    """A launch's kernel, or a collective's kind (``all_reduce``): for messages."""
+    return entry.collective if isinstance(entry, CollectiveSpec) else entry.kernel
 
 
 def _check_memory(plan: Plan) -> None:
@@ -739,7 +917,7 @@ def _check_memory(plan: Plan) -> None:
         (start, end), (other_start, other_end) = extents[one], extents[other]
         overlaps = [b for b in (1, 2, 1 << 20) if start.at(b) < other_end.at(b)]
         batch = next((b for b in overlaps if other_start.at(b) < end.at(b)), 1)
-        launch = plan.launches[index].kernel if index < len(plan.launches) else "none"
+        launch = launch_name(plan.launches[index]) if index < len(plan.launches) else "none"
         raise PlanError(
             f"buffers '{one}' (offset '{start.text()}', bytes up to '{end.text()}') and "
             f"'{other}' (offset '{other_start.text()}', bytes up to '{other_end.text()}') "
@@ -789,7 +967,7 @@ def check_layout(plan: Plan, layout: memory.Layout) -> None:
             since, until = live[other]
             if since <= last and first <= until:
                 index = max(first, since)
-                launch = plan.launches[index].kernel if index < len(plan.launches) else "none"
+                launch = launch_name(plan.launches[index]) if index < len(plan.launches) else "none"
                 raise PlanError(
                     f"buffers '{other}' (bytes {spans[other][0]} to {spans[other][1]}) and "
                     f"'{name}' (bytes {start} to {end}) overlap in the arena at {BATCH}={batch} "
@@ -822,6 +1000,8 @@ def _check_phases(plan: Plan) -> None:
     if any(phased) and not all(phased):
         raise PlanError("some launches have a phase and some do not")
     for index, launch in enumerate(plan.launches):
+        if isinstance(launch, CollectiveSpec):
+            continue  # a collective lists no gradients
         if launch.gradients and launch.phase != "forward":
             raise PlanError(f"launch {index} is no forward launch but lists gradients")
         for other in launch.gradients:
@@ -912,6 +1092,8 @@ def check_at_batch(plan: Plan, batch: int) -> None:
     the 1..64 proven at load time); raises PlanError."""
     kernels = {kernel.name: kernel for kernel in plan.kernels}
     for index, launch in enumerate(plan.launches):
+        if isinstance(launch, CollectiveSpec):
+            continue  # static tensors: proven at load time for every batch
         contract = launch_contract(plan, kernels[launch.kernel], launch)
         try:
             validator.validate(contract, (batch,))

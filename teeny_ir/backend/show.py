@@ -9,7 +9,9 @@
 - launches: the launch order against the buffers each launch touches - x is
   the launch index, one row per arena buffer in order of first use, a mark
   where a launch reads it (hollow), writes it (filled) or both (filled,
-  another colour), a grey line across the launches it is live;
+  another colour), a grey line across the launches it is live; a collective
+  (``all_reduce`` on the axis) is drawn as a launch reading its input and
+  writing its output;
 - arena: the arena's occupancy at ``--batch`` over the launches against the
   live-bytes bound (`occupancy`), and the address map - every buffer a
   rectangle across its lifetime, from its offset to its offset plus its size
@@ -47,6 +49,7 @@ from teeny_ir.backend import memory
 from teeny_ir.backend.memory import ALIGNMENT, MemoryPlanError
 from teeny_ir.backend.plan import (
     PHASES,
+    CollectiveSpec,
     Plan,
     PlanError,
     check_at_batch,
@@ -87,15 +90,21 @@ def touches(plan: Plan) -> tuple[dict[str, str], ...]:
     """Per launch, in plan order: arena buffer -> `READ`, `WRITE` or
     `READ_WRITE`, in the order the launch's arguments name them. A view's
     access is its base's; plan inputs and parameters are not in the arena and
-    not listed."""
+    not listed. A collective reads its input and writes its output (one
+    buffer read and written when it reduces in place)."""
     bases = {view.name: view.base for view in plan.views}
     buffers = {spec.name for spec in plan.buffers}
     families = {kernel.name: FAMILIES[kernel.family] for kernel in plan.kernels}
     found: list[dict[str, str]] = []
     for launch in plan.launches:
         access: dict[str, str] = {}
-        for abi, arg in zip(families[launch.kernel].args, launch.args, strict=True):
-            kind = _ACCESS.get(abi.kind)
+        kinds = (
+            ("input", "output")
+            if isinstance(launch, CollectiveSpec)
+            else tuple(abi.kind for abi in families[launch.kernel].args)
+        )
+        for abi_kind, arg in zip(kinds, launch.args, strict=True):
+            kind = _ACCESS.get(abi_kind)
             if kind is None or arg.tensor is None:
                 continue
             name = bases.get(arg.tensor, arg.tensor)
@@ -546,7 +555,11 @@ def _launch_axis(axes: Axes, plan: Plan) -> None:
     axes.set_xlabel("launch (plan order)")
     if 0 < count <= _NAMED_LAUNCHES:
         families = {kernel.name: kernel.family for kernel in plan.kernels}
-        labels = [f"{i} {families[launch.kernel]}" for i, launch in enumerate(plan.launches)]
+        names = [
+            launch.collective if isinstance(launch, CollectiveSpec) else families[launch.kernel]
+            for launch in plan.launches
+        ]
+        labels = [f"{i} {name}" for i, name in enumerate(names)]
         axes.set_xticks(range(count), labels, rotation=90, fontsize=5.5)
 
 

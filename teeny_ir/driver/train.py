@@ -2,7 +2,8 @@
 
     teeny-train DIR (--weights W.safetensors | --resume CKPT.safetensors)
                 --batches BATCHES.npz --steps N -o OUT.safetensors
-                [--backend NAME] [--quiet]
+                [--backend NAME] [--timeout SECONDS] [--quiet]
+    torchrun --nproc-per-node N $(which teeny-train) DIR ...   (data parallel)
 
 ``DIR`` is a training plan (``teeny-training``, then ``emit-triton{out-dir=DIR}``).
 ``BATCHES.npz`` holds one array per plan input, named after the input (``in0``,
@@ -22,10 +23,29 @@ checkpoint OUT``.
 ``--backend`` takes the names in `teeny_ir.runtime.backends.BACKENDS`
 (``interpreter``, the default, or ``cuda``).
 
+Data parallelism: a plan compiled with ``teeny-training{world=N}`` trains
+under ``torchrun --nproc-per-node N``, which starts N processes and sets
+``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR`` and ``MASTER_PORT``.
+With ``WORLD_SIZE`` above 1 each process initialises the default process
+group (``env://``; gloo on the interpreter backend, NCCL on cuda, the device
+``LOCAL_RANK``), checks that the plan is built for ``WORLD_SIZE`` ranks and
+that every batch divides by it (one line before any step otherwise), and
+trains on its shard of every batch: rows ``rank * B / W`` to ``(rank + 1) *
+B / W``. The ranks start from rank 0's state and stay identical (the trainer
+all-reduces the gradients). Only rank 0 writes the checkpoint and prints the
+last line; the others write nothing. The checkpoint is the same state dict
+as a single process writes (the state does not depend on the number of
+ranks), so ``--resume`` continues from a checkpoint of any number of ranks:
+step ``s`` trains on batch ``s % num_batches``, split among the ranks or
+whole. ``--timeout`` bounds each collective's wait for the other ranks
+(default 600 s); a rank that stops responding makes the others exit 2 with
+one line naming it. The group is destroyed at the end.
+
 Exit codes: 0 success; 1 bad usage or input (one line ``teeny-train: error:
 ...``, never a traceback), before any step where it can be checked, or a
 backend that cannot run here; 2 the backend failed while running (the
-interpreter worker, a driver call) or an internal error.
+interpreter worker, a driver call, a collective whose ranks stopped
+responding) or an internal error.
 """
 
 from __future__ import annotations
@@ -33,7 +53,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from teeny_ir.core.files import OutputError, check_not_input, check_output
@@ -69,6 +89,13 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
     parser.add_argument("--steps", required=True, type=int, metavar="N", help="steps to run")
     parser.add_argument("-o", dest="output", required=True, metavar="OUT.safetensors")
     add_backend_argument(parser)
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="under torchrun: how long a collective waits for the other ranks (default 600)",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -85,7 +112,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     except (OutputError, runtime.PlanError, runtime.RuntimeInputError) as err:
         stderr.write(f"{PROG}: error: {_one_line(err)}\n")
         return 1
-    except runtime.WorkerError as err:
+    except (runtime.WorkerError, runtime.CollectiveError) as err:
         stderr.write(f"{PROG}: error: {_one_line(err)}\n")
         return 2
     except Exception as err:  # noqa: BLE001 - a bug of teeny_ir: one line, exit 2
@@ -99,6 +126,9 @@ def _train(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
 
     if args.steps < 1:
         raise runtime.RuntimeInputError(f"--steps must be at least 1, got {args.steps}")
+    if args.timeout is not None and not args.timeout > 0:
+        raise runtime.RuntimeInputError(f"--timeout must be above 0 seconds, got {args.timeout}")
+    rank, world = ranks(os.environ)
     start_file = args.weights if args.weights is not None else args.resume
     for path in (start_file, args.batches):
         check_not_input(args.output, path)
@@ -109,26 +139,136 @@ def _train(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     executable = runtime.load(args.directory)
     for name in ("plan.json", *(k.file for k in executable.plan.kernels)):
         check_not_input(args.output, os.path.join(executable.directory, name))
+    if executable.plan.world != world:
+        raise runtime.RuntimeInputError(_world_mismatch(executable.plan.world, world))
     state = runtime.read_weights(start_file)
     done = read_steps(args.resume) if args.resume is not None else 0
     batches = read_batches(args.batches, len(executable.plan.inputs))
+    batches = shard(batches, rank, world, args.batches)
     count = len(batches[0])
     # Every batch is checked before the worker starts (shapes, dtypes, class indices).
     for index in range(count):
         inputs = [array[index] for array in batches]
         executable.check_batch(executable.check_inputs(inputs))
         check_indices(executable, inputs)
-    with executable.trainer(state, args.backend) as trainer:
-        loss = float("nan")
-        with _progress(stderr, args.quiet or not stderr.isatty(), args.steps) as advance:
-            for step in range(done, done + args.steps):
-                loss = float(trainer.step([array[step % count] for array in batches])[0])
-                advance(loss)
-        trainer.save(args.output, {STEPS_KEY: str(done + args.steps)})
-    stdout.write(
-        f"trained {args.steps} steps ({done + args.steps} in all); loss {loss:.6g}; "
-        f"checkpoint {args.output}\n"
+    with _process_group(world, args.backend, args.timeout) as group:
+        timeout = {} if args.timeout is None else {"timeout": args.timeout}
+        with executable.trainer(state, args.backend, group, **timeout) as trainer:
+            loss = float("nan")
+            quiet = args.quiet or not stderr.isatty() or rank != 0
+            with _progress(stderr, quiet, args.steps) as advance:
+                for step in range(done, done + args.steps):
+                    loss = float(trainer.step([array[step % count] for array in batches])[0])
+                    advance(loss)
+            if rank == 0:
+                trainer.save(args.output, {STEPS_KEY: str(done + args.steps)})
+    if rank == 0:
+        ranks_text = f" on {world} ranks" if world > 1 else ""
+        stdout.write(
+            f"trained {args.steps} steps{ranks_text} ({done + args.steps} in all); loss "
+            f"{loss:.6g}; checkpoint {args.output}\n"
+        )
+
+
+def ranks(environ: Mapping[str, str]) -> tuple[int, int]:
+    """(rank, world size) from torchrun's environment (``RANK``, ``WORLD_SIZE``);
+    (0, 1) outside it. Raises `RuntimeInputError` for values that are not
+    ranks of a group."""
+    from teeny_ir.runtime import RuntimeInputError
+
+    text = environ.get("WORLD_SIZE", "1") or "1"
+    rank_text = environ.get("RANK", "0") or "0"
+    if not (text.isascii() and text.isdigit() and rank_text.isascii() and rank_text.isdigit()):
+        raise RuntimeInputError(
+            f"WORLD_SIZE={text!r} and RANK={rank_text!r} are not a rank of a process group "
+            "(torchrun sets them)"
+        )
+    world, rank = int(text), int(rank_text)
+    if world < 1 or rank >= world:
+        raise RuntimeInputError(f"RANK={rank} is not a rank of WORLD_SIZE={world}")
+    if world > 1:
+        missing = [name for name in ("MASTER_ADDR", "MASTER_PORT") if not environ.get(name)]
+        if missing:
+            raise RuntimeInputError(
+                f"WORLD_SIZE={world} but {' and '.join(missing)} unset: run teeny-train under "
+                f"torchrun --nproc-per-node {world}"
+            )
+    return rank, world
+
+
+def _world_mismatch(plan_world: int, world: int) -> str:
+    if world == 1:
+        return (
+            f"the plan is built for {plan_world} ranks (teeny-training{{world={plan_world}}}): "
+            f"run teeny-train under torchrun --nproc-per-node {plan_world}"
+        )
+    return (
+        f"the plan is built for {plan_world} rank{'s' if plan_world != 1 else ''}, but "
+        f"WORLD_SIZE is {world} (compile it with teeny-training{{world={world}}})"
     )
+
+
+def shard(batches: list[np.ndarray], rank: int, world: int, path: str) -> list[np.ndarray]:
+    """This rank's rows of every batch: ``rank * B / W`` to ``(rank + 1) * B / W``
+    of each array's second axis (the batch); raises `RuntimeInputError` when the
+    batch does not divide by ``world``."""
+    from teeny_ir.runtime import RuntimeInputError
+
+    if world == 1:
+        return batches
+    sizes = {array.shape[1] if array.ndim > 1 else 0 for array in batches}
+    if len(sizes) != 1 or (size := sizes.pop()) % world or size == 0:
+        found = ", ".join(str(array.shape) for array in batches)
+        raise RuntimeInputError(
+            f"batches '{path}': every batch must split evenly among the {world} ranks (a "
+            f"batch size that divides by {world}), got shapes {found}"
+        )
+    part = size // world
+    return [array[:, rank * part : (rank + 1) * part] for array in batches]
+
+
+class _process_group:
+    """torch.distributed's default group for ``world`` > 1 ranks (``env://``,
+    gloo for the interpreter backend, NCCL on the device ``LOCAL_RANK`` for
+    cuda; joining waits ``timeout`` seconds for the other ranks), destroyed on
+    exit; None (nothing imported) for one rank."""
+
+    def __init__(self, world: int, backend: str, timeout: float | None) -> None:
+        from teeny_ir.runtime.distributed import DEFAULT_TIMEOUT
+
+        self.world, self.backend = world, backend
+        self.timeout = DEFAULT_TIMEOUT if timeout is None else timeout
+        self.dist: Any = None
+
+    def __enter__(self) -> Any:
+        if self.world == 1:
+            return None
+        import torch.distributed as dist
+
+        from teeny_ir.runtime import RuntimeInputError
+
+        if self.backend == "cuda":
+            import torch
+
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0") or 0))
+        import datetime
+
+        name = "nccl" if self.backend == "cuda" else "gloo"
+        try:
+            dist.init_process_group(
+                name, init_method="env://", timeout=datetime.timedelta(seconds=self.timeout)
+            )
+        except Exception as err:  # noqa: BLE001 - the rendezvous failed: one line
+            raise RuntimeInputError(
+                f"cannot join the process group ({name}, {os.environ.get('MASTER_ADDR')}:"
+                f"{os.environ.get('MASTER_PORT')}): {_one_line(err)}"
+            ) from None
+        self.dist = dist
+        return None  # the trainer uses the default group
+
+    def __exit__(self, *exc: object) -> None:
+        if self.dist is not None and self.dist.is_initialized():
+            self.dist.destroy_process_group()
 
 
 def read_steps(path: str) -> int:

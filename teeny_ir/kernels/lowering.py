@@ -11,7 +11,8 @@ is a thin driver over `lower`.
 A rule is ``rule(ctx, op)``: it takes the `LoweringContext` of the lowering
 running now (the tile profile; the same for every op of it) and the graph op,
 and returns one ``kernel.launch`` (or, for the reshapes of
-`teeny_ir.kernels.views`, a view op with no launch) or raises `Unlowerable`
+`teeny_ir.kernels.views`, a view op with no launch; for a collective,
+`teeny_ir.kernels.collective`, a ``kernel.all_reduce``) or raises `Unlowerable`
 with the reason, which the pass reports at the op's location. Whatever a rule
 needs beyond the op comes in ``ctx``, never from global state, so a rule is a
 function of its arguments and a test can call it for any profile.
@@ -64,9 +65,15 @@ class Unlowerable(Exception):
 
 
 def _homes() -> tuple[str, ...]:
-    """Every family's lowering module, then the view rules and the opt-outs."""
+    """Every family's lowering module, then the view rules, the collectives
+    (`teeny_ir.kernels.collective`: no family, no launch) and the opt-outs."""
     families = (f"teeny_ir.kernels.{package}.lowering" for package in FAMILY_PACKAGES)
-    return (*families, "teeny_ir.kernels.views", "teeny_ir.kernels.opt_outs")
+    return (
+        *families,
+        "teeny_ir.kernels.views",
+        "teeny_ir.kernels.collective.lowering",
+        "teeny_ir.kernels.opt_outs",
+    )
 
 
 LOWERINGS: Facet[Rule] = Facet("lowering", homes=_homes, pointwise=True)

@@ -27,6 +27,11 @@ A run can be profiled: ``run(inputs, weights, profile=Profile())`` (and
 start, duration, bytes read and written; `teeny_ir.runtime.profile`,
 docs/profiling.md); the outputs are the same as without it.
 
+A data-parallel training plan (``teeny-training{world=N}``: collectives
+over N ranks) runs only through ``load(DIR).trainer(weights, group=...)`` on
+each rank (`teeny_ir.runtime.trainer`, docs/distributed.md); ``run`` and
+``session`` refuse it in one line naming its first collective's graph op.
+
 Weights that the plan never reads are reported in one `UnusedWeightsWarning`
 (``teeny-run`` prints it as one ``warning:`` line); PyTorch's
 ``num_batches_tracked`` counters are not reported.
@@ -50,8 +55,10 @@ from teeny_ir.core.derivations import DerivationError, evaluate
 from teeny_ir.core.expressions import ExpressionError, eval_text
 from teeny_ir.runtime.backends import BACKENDS, Backend, usable_backend
 from teeny_ir.runtime.backends.cuda import CudaBackend
+from teeny_ir.runtime.distributed import check_no_group_needed
 from teeny_ir.runtime.errors import (
     BackendUnavailableError,
+    CollectiveError,
     RuntimeInputError,
     StatusCheckError,
     UnusedWeightsWarning,
@@ -69,6 +76,7 @@ __all__ = [
     "BACKENDS",
     "Backend",
     "BackendUnavailableError",
+    "CollectiveError",
     "Executable",
     "LaunchRecord",
     "PlanError",
@@ -145,6 +153,7 @@ class Executable:
         start = time.perf_counter()
         chosen = usable_backend(backend)
         _check_graphs(chosen, graphs)
+        check_no_group_needed(self.plan)
         batch = self.check_inputs(inputs)
         self.check_batch(batch)
         if isinstance(weights, str | os.PathLike):
@@ -205,16 +214,28 @@ class Executable:
         }
 
     def trainer(
-        self, weights: Mapping[str, Any] | str | os.PathLike[str], backend: str = "interpreter"
+        self,
+        weights: Mapping[str, Any] | str | os.PathLike[str],
+        backend: str = "interpreter",
+        group: Any = None,
+        *,
+        timeout: float | None = None,
     ) -> Trainer:
         """A `teeny_ir.runtime.trainer.Trainer` of this training plan, its state
         bound from ``weights`` (a mapping, or a ``.safetensors`` path), its steps
-        run on ``backend`` (a name in `teeny_ir.runtime.backends.BACKENDS`)."""
+        run on ``backend`` (a name in `teeny_ir.runtime.backends.BACKENDS`).
+        A data-parallel plan (``teeny-training{world=N}``) runs its collectives
+        on ``group``, a torch.distributed process group of N ranks (None: the
+        default group, which must be initialised), each waiting ``timeout``
+        seconds at most (`teeny_ir.runtime.distributed.DEFAULT_TIMEOUT` when
+        None); every rank starts from rank 0's state."""
+        from teeny_ir.runtime.distributed import DEFAULT_TIMEOUT
         from teeny_ir.runtime.trainer import Trainer
 
         if isinstance(weights, str | os.PathLike):
             weights = read_weights(weights)
-        return Trainer(self, weights, backend)
+        wait = DEFAULT_TIMEOUT if timeout is None else timeout
+        return Trainer(self, weights, backend, group, timeout=wait)
 
     def check_inputs(self, inputs: Sequence[Any]) -> int:
         """Check the inputs against the plan; returns the batch size ``B``."""
@@ -352,6 +373,7 @@ class RunSession:
     ) -> None:
         chosen = usable_backend(backend)
         _check_graphs(chosen, graphs)
+        check_no_group_needed(executable.plan)
         if isinstance(weights, str | os.PathLike):
             weights = read_weights(weights)
         executable.check_weights(weights)

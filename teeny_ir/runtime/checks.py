@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from teeny_ir.backend.plan import BATCH, LaunchSpec, Plan
+from teeny_ir.backend.plan import BATCH, CollectiveSpec, LaunchSpec, Plan
 from teeny_ir.core.expressions import eval_text
 from teeny_ir.kernels.contract import StatusCheck
 from teeny_ir.kernels.families import FAMILIES
@@ -31,6 +31,8 @@ def status_tensors(plan: Plan) -> list[tuple[int, str, StatusCheck]]:
     kernels = {k.name: k for k in plan.kernels}
     found: list[tuple[int, str, StatusCheck]] = []
     for index, launch in enumerate(plan.launches):
+        if isinstance(launch, CollectiveSpec):
+            continue  # no status output
         family = FAMILIES[kernels[launch.kernel].family]
         for abi, arg in zip(family.args, launch.args, strict=True):
             check = family.status_checks.get(abi.name)
@@ -45,6 +47,7 @@ def check_statuses(plan: Plan, statuses: Mapping[str, Sequence[int]], batch: int
     kernels = {k.name: k for k in plan.kernels}
     for index, tensor, check in status_tensors(plan):
         launch = plan.launches[index]
+        assert isinstance(launch, LaunchSpec)  # status_tensors lists kernel launches
         family = FAMILIES[kernels[launch.kernel].family]
         values = [int(v) for v in statuses[tensor]]
         bindings = {abi.name: arg for abi, arg in zip(family.args, launch.args, strict=True)}

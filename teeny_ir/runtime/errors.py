@@ -26,3 +26,10 @@ class UnusedWeightsWarning(UserWarning):
 class StatusCheckError(RuntimeInputError):
     """A kernel reported bad input data through a status output (a class index
     out of range): one line naming the graph op and its source location."""
+
+
+class CollectiveError(RuntimeError):
+    """A collective that did not complete: a rank of the process group stopped
+    responding (died, or was killed) or the group failed. One line naming the
+    rank and the graph op of the collective: ``rank 1 (of 2) stopped
+    responding during the collective of graph.all_reduce at lenet.mlir:14:19``."""

@@ -24,6 +24,13 @@ when the family's footprint says the kernel touches fewer (a residual operand
 that a kernel without ``HAS_RESIDUAL`` never reads has footprint 0). Caches,
 re-reads of a tile and partial reads are not modelled.
 
+A collective (a data-parallel plan's ``all_reduce``) has a record too, its
+family ``all_reduce``, its grid ``(0, 0, 0)`` (shown as ``-``): its time is
+what the backend measured around it (the interpreter: the exchange with the
+process group, the whole bucket's time on its first collective and 0 on the
+others; cuda: CUDA events around it on the stream), its bytes the tensor read
+and the tensor written.
+
 Only the standard library and teeny_ir's own modules are imported (rich only
 inside `print_table`, when it is installed).
 """
@@ -36,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from teeny_ir.backend import memory
-from teeny_ir.backend.plan import BATCH, LaunchSpec, Plan
+from teeny_ir.backend.plan import BATCH, CollectiveSpec, LaunchSpec, Plan
 from teeny_ir.core.expressions import eval_text, evaluate, parse_cached
 from teeny_ir.kernels.families import FAMILIES
 
@@ -78,6 +85,8 @@ class LaunchRecord:
     duration_ns: int
     bytes_read: int
     bytes_written: int
+    collective: bool = False
+    """A collective (an all-reduce over the ranks), not a kernel launch."""
 
     @property
     def end_ns(self) -> int:
@@ -136,6 +145,24 @@ class Profile:
         for index, (launch, (start, duration), (read, written)) in enumerate(
             zip(plan.launches, spans, sizes, strict=True)
         ):
+            if isinstance(launch, CollectiveSpec):
+                self.records.append(
+                    LaunchRecord(
+                        index=index,
+                        kernel=launch.collective,
+                        family=launch.collective,
+                        ops=tuple(source.op for source in launch.sources),
+                        locs=tuple(source.loc for source in launch.sources),
+                        phase=launch.phase,
+                        grid=(0, 0, 0),
+                        start_ns=start - origin,
+                        duration_ns=duration,
+                        bytes_read=read,
+                        bytes_written=written,
+                        collective=True,
+                    )
+                )
+                continue
             grid = tuple(eval_text(axis, env) for axis in launch.grid)
             self.records.append(
                 LaunchRecord(
@@ -228,7 +255,7 @@ class Profile:
                 record.family,
                 *([record.phase] if phases else []),
                 _clip(", ".join(record.ops), OPS_SHOWN),
-                "x".join(str(axis) for axis in record.grid),
+                "-" if record.collective else "x".join(str(axis) for axis in record.grid),
                 time(record.duration_ns),
                 f"{record.bytes_read:,}",
                 f"{record.bytes_written:,}",
@@ -342,6 +369,11 @@ def launch_bytes(plan: Plan, batch: int) -> list[tuple[int, int]]:
     kernels = {kernel.name: kernel for kernel in plan.kernels}
     found: list[tuple[int, int]] = []
     for launch in plan.launches:
+        if isinstance(launch, CollectiveSpec):  # one tensor read, one written
+            found.append(
+                (sizes[launch.input] * memory.BYTES["f32"], sizes[launch.output] * memory.BYTES["f32"])
+            )
+            continue
         kernel = kernels[launch.kernel]
         read: dict[str, int] = {}
         written: dict[str, int] = {}

@@ -12,6 +12,18 @@ first, then the function's original results; gradients, updates and
 statistics stay in the trainer. ``.state_dict()`` has the state by PyTorch's
 names; ``.save(path)`` writes it as safetensors, atomically.
 
+Data parallelism: a plan compiled with ``teeny-training{world=N}`` holds
+collectives (its gradients all-reduced, and with ``sync-bn=true`` its batch
+statistics), and each of N processes (ranks) makes a trainer with the
+process group (``group=``: a ``torch.distributed`` group of N ranks, or None
+for the default group, which must then be initialised) and steps it on its
+shard of every batch. The trainer checks that the ranks run the same plan
+and starts every rank from rank 0's state (a broadcast, as PyTorch's DDP
+does for parameters and buffers), so they stay identical; its session runs
+the collectives through the group (`teeny_ir.runtime.distributed`). A rank
+that stops responding makes the others raise `CollectiveError`, one line
+naming it. A plan without collectives imports nothing of torch.distributed.
+
 The steps run in one `teeny_ir.runtime.backends.Session` of the chosen backend
 (``backend="interpreter"``, the default, or ``"cuda"``): on the interpreter one
 worker process serves every step (Triton's import and the kernel files are
@@ -35,10 +47,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from teeny_ir.backend.plan import CollectiveSpec
 from teeny_ir.core.symbols import BATCH
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends import usable_backend
 from teeny_ir.runtime.backends.cuda import CudaTrainingSession
+from teeny_ir.runtime.distributed import DEFAULT_TIMEOUT, needs_group
 from teeny_ir.runtime.errors import RuntimeInputError
 
 if TYPE_CHECKING:
@@ -46,13 +60,20 @@ if TYPE_CHECKING:
 
     from teeny_ir.runtime import Executable
     from teeny_ir.runtime.backends import Session
+    from teeny_ir.runtime.distributed import ProcessGroup
 
 
 class Trainer:
     """A training plan with its state (see the module docstring)."""
 
     def __init__(
-        self, executable: Executable, weights: Mapping[str, Any], backend: str = "interpreter"
+        self,
+        executable: Executable,
+        weights: Mapping[str, Any],
+        backend: str = "interpreter",
+        group: Any = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         import numpy as np
 
@@ -73,11 +94,57 @@ class Trainer:
                 self._state[spec.name] = np.zeros(spec.shape, np.float32)
         self.steps = 0
         self.backend = chosen.name
-        self._session: Session | None = chosen.session(executable.directory, plan)
+        self._session: Session | None = None
+        self.group: ProcessGroup | None = self._join(group, timeout)
+        """The process group the collectives run on (None: the plan has none
+        over more than one rank)."""
+        self._session = chosen.session(executable.directory, plan, collective=self.group)
         self._host_current = True
         """Whether ``_state`` holds the current state (else the device does)."""
         self._device_current = False
         """Whether the device holds the current state (resident sessions only)."""
+
+    def _join(self, group: Any, timeout: float) -> ProcessGroup | None:
+        """The plan's process group: every rank runs this plan (checked) and
+        starts from rank 0's state (broadcast). None for a plan without
+        collectives over more than one rank (``group`` must then be None)."""
+        import numpy as np
+
+        plan = self.executable.plan
+        if needs_group(plan) is None:
+            if group is not None:
+                raise RuntimeInputError(
+                    "a process group was given, but the plan has no collective over more "
+                    "than one rank: its ranks would train apart (compile it with "
+                    "teeny-training{world=N})"
+                )
+            return None
+        from teeny_ir.runtime.distributed import ProcessGroup, plan_digest
+
+        joined = ProcessGroup(plan, group, timeout=timeout)
+        joined.agree(plan_digest(plan), "the trainer's check that the ranks run one plan")
+        names = [spec.name for spec in plan.weights]
+        if names:
+            flat = np.concatenate([self._state[name].reshape(-1) for name in names])
+            flat = joined.broadcast(flat, "the broadcast of rank 0's initial state")
+            start = 0
+            for name in names:
+                size = self._state[name].size
+                self._state[name][...] = flat[start : start + size].reshape(
+                    self._state[name].shape
+                )
+                start += size
+        return joined
+
+    @property
+    def rank(self) -> int:
+        """This process's rank in the group (0 without one)."""
+        return 0 if self.group is None else self.group.rank
+
+    @property
+    def world(self) -> int:
+        """The number of ranks (1 without a group)."""
+        return 1 if self.group is None else self.group.world
 
     @property
     def state(self) -> dict[str, np.ndarray]:
@@ -192,6 +259,8 @@ def check_indices(executable: Executable, inputs: Sequence[np.ndarray]) -> None:
     by_name = {spec.name: index for index, spec in enumerate(plan.inputs)}
     kernels = {k.name: k for k in plan.kernels}
     for launch in plan.launches:
+        if isinstance(launch, CollectiveSpec):
+            continue
         family = FAMILIES[kernels[launch.kernel].family]
         bindings = dict(zip((a.name for a in family.args), launch.args, strict=True))
         for arg in family.args:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from teeny_ir.runtime.backends.cuda import CudaBackend
 from teeny_ir.runtime.backends.interpreter import InterpreterBackend
@@ -103,8 +103,10 @@ class Backend(Protocol):
         """
         ...
 
-    def session(self, directory: Path, plan: Plan) -> Session:
-        """A `Session` of ``plan`` (loaded from ``directory``) for repeated runs."""
+    def session(self, directory: Path, plan: Plan, *, collective: Any = None) -> Session:
+        """A `Session` of ``plan`` (loaded from ``directory``) for repeated runs;
+        ``collective`` (a `teeny_ir.runtime.distributed.ProcessGroup`) runs its
+        collectives over more than one rank (a plan that has some needs it)."""
         ...
 
 

@@ -36,6 +36,17 @@ step failed. `CudaBackend.run` then executes the plan in a `CudaSession`:
   on the last; it launches one by one, as a traced run does (a graph replay
   cannot be timed per launch).
 
+- a collective (a data-parallel plan's all-reduce) runs in place on the arena:
+  its input copied into its output first when they differ
+  (``cuMemcpyDtoDAsync`` on the stream), then the ``collective`` the session
+  is given (`teeny_ir.runtime.distributed.ProcessGroup.all_reduce_device`:
+  NCCL through torch.distributed on the device memory, on this stream, with
+  no host synchronisation) reduces the output; one over one rank is the copy
+  alone. A plan with collectives over more than one rank needs a
+  ``collective`` (a plain run refuses it), and cannot replay CUDA graphs.
+  This path is untested on hardware: the tests check the order, addresses
+  and sizes of the requests on the fake driver.
+
 cuda-python is imported only here, lazily (`_load_driver`), never by
 ``import teeny_ir``; a driver module object can be injected instead
 (``CudaBackend(driver=...)``, ``CudaSession(..., driver=...)``), which is how
@@ -54,13 +65,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from teeny_ir.backend import memory
 from teeny_ir.backend.kernel_files import CUBIN_BYTES, read_regular
 from teeny_ir.backend.plan import (
     BATCH,
     Arg,
+    CollectiveSpec,
     CompiledSpec,
     KernelSpec,
     LaunchSpec,
@@ -181,6 +193,37 @@ class LaunchConfig:
 
 
 @dataclass(frozen=True)
+class CollectiveConfig:
+    """One collective as the session runs it, at one batch size: ``count``
+    float32 (``nbytes`` bytes) at device address ``source`` reduced over the
+    ranks into ``target`` (the same address: in place)."""
+
+    index: int
+    spec: CollectiveSpec
+    source: int
+    target: int
+    count: int
+    nbytes: int
+
+
+class DeviceCollective(Protocol):
+    """What a session runs its collectives with (the trainer's
+    `teeny_ir.runtime.distributed.ProcessGroup`; a test's recorder)."""
+
+    @property
+    def device(self) -> int:
+        """The CUDA device of this rank: the session runs the plan there."""
+        ...
+
+    def all_reduce_device(
+        self, reduction: str, address: int, count: int, stream: Any, what: str
+    ) -> None:
+        """``count`` float32 at ``address`` reduced over the ranks in place,
+        ordered on ``stream`` after the work enqueued before it."""
+        ...
+
+
+@dataclass(frozen=True)
 class CudaGraph:
     """One batch size's launches as an instantiated CUDA graph (`CudaSession.graph`)."""
 
@@ -200,7 +243,7 @@ class _BatchMemory:
 
     arena: int
     inputs: dict[str, int]
-    launches: list[LaunchConfig]
+    launches: list[LaunchConfig | CollectiveConfig]
     keep: list[Any]
     memsets: dict[int, list[tuple[int, int]]]
 
@@ -266,17 +309,35 @@ class CudaBackend:
         finally:
             session.close()
 
-    def session(self, directory: Path, plan: Plan, *, graphs: bool = False) -> CudaSession:
+    def session(
+        self,
+        directory: Path,
+        plan: Plan,
+        *,
+        graphs: bool = False,
+        collective: DeviceCollective | None = None,
+    ) -> CudaSession:
         """A `CudaSession` for repeated runs (a trainer's steps): modules, arena
         and stream stay loaded, and every run uploads the parameters it is
         given; for a training plan whose state can stay on the GPU
         (`carried_params`), the `CudaTrainingSession` a trainer steps without
         copying its state back and forth. ``graphs``: each run replays its
-        batch size's CUDA graph."""
+        batch size's CUDA graph; ``collective`` runs the plan's collectives
+        over more than one rank, on its rank's device."""
+        driver = self._driver()
+        device = 0 if collective is None else collective.device
         if carried_params(plan) is not None:
-            return CudaTrainingSession(directory, plan, driver=self._driver(), graphs=graphs)
+            return CudaTrainingSession(
+                directory, plan, driver, device, graphs=graphs, collective=collective
+            )
         return CudaSession(
-            directory, plan, driver=self._driver(), refresh_params=True, graphs=graphs
+            directory,
+            plan,
+            driver,
+            device,
+            refresh_params=True,
+            graphs=graphs,
+            collective=collective,
         )
 
     def run_session(self, directory: Path, plan: Plan, *, graphs: bool = False) -> CudaSession:
@@ -311,7 +372,21 @@ class CudaSession:
         *,
         refresh_params: bool = False,
         graphs: bool = False,
+        collective: DeviceCollective | None = None,
     ) -> None:
+        from teeny_ir.runtime.distributed import needs_group
+
+        reason = needs_group(plan)
+        if reason is not None and collective is None:
+            raise RuntimeInputError(reason)
+        if graphs and plan.collectives():
+            raise RuntimeInputError(
+                "CUDA graphs cannot replay this plan: it holds collectives, which the cuda "
+                "backend runs through torch.distributed between the launches (run it "
+                "without graphs)"
+            )
+        self.collective = collective
+        """Runs the collectives over more than one rank (the trainer's group)."""
         self.driver = _load_driver() if driver is None else driver
         self.use_graphs = graphs
         """Whether `run` replays the batch size's CUDA graph instead of
@@ -337,8 +412,8 @@ class CudaSession:
         self.arena = 0
         """The arena's device address at ``batch`` (0: not allocated)."""
         self.inputs: dict[str, int] = {}
-        self.launches: list[LaunchConfig] = []
-        """The launches at ``batch``, packed."""
+        self.launches: list[LaunchConfig | CollectiveConfig] = []
+        """The launches at ``batch``, packed, and the collectives among them."""
         self._keep: list[Any] = []
         self._memsets: dict[int, list[tuple[int, int]]] = {}
         """Launch index -> (address, bytes) of the status outputs it writes first."""
@@ -399,6 +474,8 @@ class CudaSession:
         kernels = {k.name: k for k in self.plan.kernels}
         chosen: dict[tuple[str, int, int], CompiledSpec] = {}
         for launch in self.plan.launches:
+            if isinstance(launch, CollectiveSpec):
+                continue  # no kernel
             key = (launch.kernel, launch.num_warps, launch.num_stages)
             if key in chosen:
                 continue
@@ -486,7 +563,7 @@ class CudaSession:
                 self.params[spec.name] = address
             self._upload(address, array)
 
-    def prepare(self, batch: int) -> list[LaunchConfig]:
+    def prepare(self, batch: int) -> list[LaunchConfig | CollectiveConfig]:
         """Allocate the arena and the inputs for ``batch`` (once per batch size)
         and pack every launch at it; returns the launches."""
         if batch == self.batch:
@@ -511,7 +588,21 @@ class CudaSession:
             )
         addresses = self.addresses(batch)
         kernels = {k.name: k for k in self.plan.kernels}
+        shapes = self._shapes(batch)
         for index, launch in enumerate(self.plan.launches):
+            if isinstance(launch, CollectiveSpec):
+                count = math.prod(shapes[launch.output])
+                self.launches.append(
+                    CollectiveConfig(
+                        index,
+                        launch,
+                        addresses[launch.input],
+                        addresses[launch.output],
+                        count,
+                        count * memory.BYTES["f32"],
+                    )
+                )
+                continue
             kernel = kernels[launch.kernel]
             shared = self._shared(kernel, launch)
             grid = tuple(eval_text(axis, env) for axis in launch.grid)
@@ -526,8 +617,10 @@ class CudaSession:
                     pack_params(FAMILIES[kernel.family], launch.args, addresses, env),
                 )
             )
-        self._keep = [launch.params.pointers() for launch in self.launches]
-        shapes = self._shapes(batch)
+        self._keep = [
+            launch.params.pointers() if isinstance(launch, LaunchConfig) else None
+            for launch in self.launches
+        ]
         self._memsets = {
             index: [(addresses[n], math.prod(shapes[n]) * memory.BYTES["i64"]) for n in names]
             for index, names in self.first_writes.items()
@@ -612,19 +705,43 @@ class CudaSession:
             for event in events:
                 _quiet(self.driver, "cuEventDestroy", event)
 
-    def _set_statuses(self, config: LaunchConfig, call: Callable[..., Any]) -> None:
+    def _set_statuses(
+        self, config: LaunchConfig | CollectiveConfig, call: Callable[..., Any]
+    ) -> None:
         """Before a launch, set each status output it writes first to -1 (in
         every int64: a status no kernel wrote reads as "not written")."""
         for address, nbytes in self._memsets.get(config.index, ()):
             call("cuMemsetD8Async", address, 0xFF, nbytes, self._stream)
 
-    def enqueue(self, config: LaunchConfig) -> None:
+    def enqueue(self, config: LaunchConfig | CollectiveConfig) -> None:
         """``cuLaunchKernel`` of one prepared launch on the stream (nothing for
-        an empty grid); `launch` runs them all in order (a benchmark may time
-        one alone)."""
+        an empty grid), or one collective (`run_collective`); `launch` runs
+        them all in order (a benchmark may time one alone)."""
+        if isinstance(config, CollectiveConfig):
+            self.run_collective(config)
+            return
         self._launch_kernel(config, self._call)
 
-    def _launch_kernel(self, config: LaunchConfig, call: Callable[..., Any]) -> None:
+    def run_collective(self, config: CollectiveConfig) -> None:
+        """One collective on the stream: its input copied into its output when
+        they differ, then (over more than one rank) the output reduced in place
+        by the session's ``collective``."""
+        spec = config.spec
+        if config.source != config.target and config.nbytes:
+            self._call(
+                "cuMemcpyDtoDAsync", config.target, config.source, config.nbytes, self._stream
+            )
+        if spec.world > 1:
+            assert self.collective is not None  # checked when the session was made
+            self.collective.all_reduce_device(
+                spec.reduction, config.target, config.count, self._stream, spec.where()
+            )
+
+    def _launch_kernel(
+        self, config: LaunchConfig | CollectiveConfig, call: Callable[..., Any]
+    ) -> None:
+        if isinstance(config, CollectiveConfig):
+            raise WorkerError("internal: a collective cannot be captured in a CUDA graph")
         if not all(config.grid):
             return
         _, pointers = self._keep[config.index]
@@ -689,7 +806,9 @@ class CudaSession:
         finally:
             if graph is not None:
                 _quiet(driver, "cuGraphDestroy", graph)
-        kernels = sum(1 for config in self.launches if all(config.grid))
+        kernels = sum(
+            1 for config in self.launches if isinstance(config, LaunchConfig) and all(config.grid)
+        )
         memsets = sum(len(self._memsets.get(config.index, ())) for config in self.launches)
         return CudaGraph(batch, executable, kernels, memsets)
 
@@ -752,15 +871,18 @@ class CudaSession:
         start = time.perf_counter()
         kernels = {k.name: k for k in self.plan.kernels}
 
-        def record(config: LaunchConfig) -> None:
+        def record(config: LaunchConfig | CollectiveConfig) -> None:
             assert trace is not None
             launch = self.plan.launches[config.index]
-            family = FAMILIES[kernels[launch.kernel].family]
-            written = [
-                arg.tensor
-                for abi, arg in zip(family.args, launch.args, strict=True)
-                if abi.kind == "output" and arg.tensor is not None
-            ]
+            if isinstance(launch, CollectiveSpec):
+                written = [launch.output]
+            else:
+                family = FAMILIES[kernels[launch.kernel].family]
+                written = [
+                    arg.tensor
+                    for abi, arg in zip(family.args, launch.args, strict=True)
+                    if abi.kind == "output" and arg.tensor is not None
+                ]
             self.synchronize()
             trace[config.index] = [self.read(name, batch) for name in dict.fromkeys(written)]
 
@@ -912,11 +1034,12 @@ class CudaTrainingSession(CudaSession):
         device: int = 0,
         *,
         graphs: bool = False,
+        collective: DeviceCollective | None = None,
     ) -> None:
         carried = carried_params(plan)
         if carried is None:
             raise RuntimeInputError("this plan's training state cannot stay on the GPU")
-        super().__init__(directory, plan, driver, device, graphs=graphs)
+        super().__init__(directory, plan, driver, device, graphs=graphs, collective=collective)
         self.carried = carried
         """Parameter name -> index of the output that holds its next value."""
         self.state_params = {plan.role(k)[1]: p for p, k in reversed(self.carried.items())}

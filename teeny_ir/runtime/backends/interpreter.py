@@ -15,6 +15,13 @@ worker's error, and the path of ``worker.log``, which holds everything the
 worker wrote (its full traceback included). On success the work directory is
 removed; after a failure only ``worker.log`` is kept in it, for a bug report.
 
+A session (`InterpreterSession`, a trainer's) runs a plan's collectives over
+more than one rank with the ``collective`` it is given (the trainer's
+`teeny_ir.runtime.distributed.ProcessGroup`): the worker stops at each bucket,
+the session reduces the bucket's tensors through the group and the worker
+goes on (`teeny_ir.runtime.backends.interpreter_worker`). A one-shot run
+cannot, and refuses such a plan before the worker starts.
+
 Importing this module imports neither numpy, torch nor triton.
 """
 
@@ -30,12 +37,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from teeny_ir.backend.plan import CollectiveSpec
 from teeny_ir.backend.triton_settings import interpreter_environment
-from teeny_ir.runtime.errors import BackendUnavailableError, StatusCheckError, WorkerError
+from teeny_ir.runtime.errors import (
+    BackendUnavailableError,
+    RuntimeInputError,
+    StatusCheckError,
+    WorkerError,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -65,6 +78,10 @@ PROFILE_FILE = "profile.json"
 nanoseconds, the kernel call alone (`teeny_ir.runtime.profile`)."""
 PROGRESS_FILE = "progress"
 """The worker rewrites it after each launch: ``<done> <total>``."""
+COLLECTIVE_FILE = "collective.safetensors"
+"""A serving worker's bucket of collectives: each input, ``c<launch index>``."""
+COLLECTIVE_RESULT_FILE = "collective_result.safetensors"
+"""The session's answer: each reduced value, under the same keys."""
 WORKER_MODULE = "teeny_ir.runtime.backends.interpreter_worker"
 REQUIRED_MODULES = {"torch": "interp", "triton": ""}
 """What the interpreter needs, each with the teeny-ir extra that installs it."""
@@ -72,6 +89,18 @@ _SUMMARY_CHARS = 300
 _ROOT = Path(__file__).resolve().parents[3]
 """The directory holding this ``teeny_ir``, put first on the worker's path so
 that it runs this copy and not another one installed elsewhere."""
+
+
+class HostCollective(Protocol):
+    """What a session reduces a bucket of collectives with (the trainer's
+    `teeny_ir.runtime.distributed.ProcessGroup`)."""
+
+    def all_reduce(
+        self, reduction: str, arrays: Sequence[np.ndarray], what: str
+    ) -> list[np.ndarray]:
+        """``arrays`` reduced over the ranks (``mean`` or ``sum``), in their
+        shapes; ``what`` names the collective's graph op for an error."""
+        ...
 
 
 class InterpreterBackend:
@@ -105,6 +134,9 @@ class InterpreterBackend:
         import numpy as np
         from safetensors.numpy import load_file, save_file
 
+        from teeny_ir.runtime.distributed import check_no_group_needed
+
+        check_no_group_needed(plan)
         start = time.perf_counter()
         try:
             workdir = Path(tempfile.mkdtemp(prefix="teeny-run-"))
@@ -149,17 +181,32 @@ class InterpreterBackend:
             _clean(workdir, keep_log=keep_log)
         return [results[f"output_{i}"] for i in range(len(plan.outputs))]
 
-    def session(self, directory: Path, plan: Plan) -> InterpreterSession:
-        """A worker process serving repeated runs of ``plan`` (a trainer's steps)."""
-        return InterpreterSession(directory, plan)
+    def session(
+        self, directory: Path, plan: Plan, *, collective: HostCollective | None = None
+    ) -> InterpreterSession:
+        """A worker process serving repeated runs of ``plan`` (a trainer's
+        steps); ``collective`` runs its collectives over more than one rank."""
+        return InterpreterSession(directory, plan, collective=collective)
 
 
 class InterpreterSession:
     """A worker process that stays alive across runs of one plan (a trainer's
     steps): Triton's import and the kernel files are loaded once. `run` takes
-    the inputs and bound parameters by plan name, as `InterpreterBackend.run`."""
+    the inputs and bound parameters by plan name, as `InterpreterBackend.run`.
+    ``collective`` reduces the plan's collectives over more than one rank
+    (required when it has some: `RuntimeInputError` otherwise); a collective
+    that fails closes the session and raises its error."""
 
-    def __init__(self, directory: Path, plan: Plan) -> None:
+    def __init__(
+        self, directory: Path, plan: Plan, *, collective: HostCollective | None = None
+    ) -> None:
+        from teeny_ir.runtime.distributed import buckets, needs_group
+
+        reason = needs_group(plan)
+        if reason is not None and collective is None:
+            raise RuntimeInputError(reason)
+        self.collective = collective
+        self.buckets = buckets(plan)
         try:
             self.workdir = Path(tempfile.mkdtemp(prefix="teeny-train-"))
         except OSError as err:
@@ -191,8 +238,16 @@ class InterpreterSession:
         self._expect("ready")
 
     def _expect(self, word: str) -> None:
+        self._check(self._answer(), word)
+
+    def _answer(self) -> str:
+        """The worker's next line on stdout."""
         assert self.worker is not None and self.worker.stdout is not None
-        answer = self.worker.stdout.readline().strip()
+        return self.worker.stdout.readline().strip()
+
+    def _check(self, answer: str, word: str) -> None:
+        """Raise the worker's failure unless ``answer`` is ``word``."""
+        assert self.worker is not None
         if answer == word:
             return
         status = self.worker.poll()
@@ -225,11 +280,50 @@ class InterpreterSession:
             self.worker.stdin.flush()
         except OSError:
             pass  # the worker died: _expect reports it from its log
-        self._expect("ok")
+        answer = self._answer()
+        while answer.startswith("collective "):
+            self._collective(answer)
+            answer = self._answer()
+        self._check(answer, "ok")
         if spans is not None:
             spans[:] = _read_spans(self.workdir)
         results = load_file(self.workdir / OUTPUTS_FILE)
         return [results[f"output_{i}"] for i in range(len(self.plan.outputs))]
+
+    def _collective(self, answer: str) -> None:
+        """Reduce the bucket the worker stopped at (``collective <index>``) and
+        let it resume; a failure ends the session and is raised."""
+        from safetensors.numpy import load_file, save_file
+
+        assert self.worker is not None and self.worker.stdin is not None
+        words = answer.split()
+        first = int(words[1]) if len(words) == 2 and words[1].isdigit() else -1
+        indices = self.buckets.get(first)
+        if indices is None or self.collective is None:
+            self.close(keep_log=True)
+            raise WorkerError(f"the interpreter worker stopped at an unknown collective: {answer}")
+        specs = [self.plan.launches[i] for i in indices]
+        collectives = [c for c in specs if isinstance(c, CollectiveSpec)]
+        more = f" (and the {len(indices) - 1} after it in its bucket)" if len(indices) > 1 else ""
+        try:
+            arrays = load_file(self.workdir / COLLECTIVE_FILE)
+            reduced = self.collective.all_reduce(
+                collectives[0].reduction,
+                [arrays[f"c{i}"] for i in indices],
+                collectives[0].where() + more,
+            )
+            save_file(
+                {f"c{i}": array for i, array in zip(indices, reduced, strict=True)},
+                self.workdir / COLLECTIVE_RESULT_FILE,
+            )
+            self.worker.stdin.write("resume\n")
+            self.worker.stdin.flush()
+        except BaseException:
+            with contextlib.suppress(OSError, ValueError):
+                self.worker.stdin.write("abort\n")
+                self.worker.stdin.flush()
+            self.close()
+            raise
 
     def close(self, *, keep_log: bool = False) -> None:
         """End the worker and remove the work directory (but its log, after a failure)."""

@@ -20,6 +20,17 @@ the plan and imports its kernels once, then runs one request per ``run <batch>``
 line on stdin (``run <batch> profile`` also writes ``profile.json``), answering
 ``ok`` or ``error`` on stdout, until ``quit``.
 
+A collective (`teeny_ir.backend.plan.CollectiveSpec`) over more than one
+rank is the parent's to run, since the parent owns the process group: at the
+first collective of a bucket (`teeny_ir.runtime.distributed.buckets`) the
+serving worker writes the inputs of the bucket's collectives to
+``collective.safetensors`` (``c<launch index>``), prints ``collective
+<launch index>`` and waits for a line on stdin: ``resume`` once the parent has
+written the reduced values to ``collective_result.safetensors`` (same keys),
+which the worker copies into each collective's output before it goes on;
+anything else ends the request (the parent's collective failed). A collective
+over one rank is a copy, done here; a one-shot run refuses one over more.
+
 A failure prints its traceback and then a line ``error: TYPE: MESSAGE`` on
 stderr (the parent sends both streams to ``worker.log``), writes
 ``error.json`` - the error on one line, and which of torch and triton could not
@@ -44,10 +55,12 @@ from typing import Any
 
 from teeny_ir.backend import memory, triton_settings
 from teeny_ir.backend.kernel_files import import_kernel
-from teeny_ir.backend.plan import BATCH, Plan, load_plan
+from teeny_ir.backend.plan import BATCH, CollectiveSpec, Plan, load_plan
 from teeny_ir.core.expressions import eval_text
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.runtime.backends.interpreter import (
+    COLLECTIVE_FILE,
+    COLLECTIVE_RESULT_FILE,
     ERROR_FILE,
     OUTPUTS_FILE,
     PROFILE_FILE,
@@ -60,7 +73,16 @@ from teeny_ir.runtime.backends.interpreter import (
     WORKER_MODULE,
 )
 from teeny_ir.runtime.checks import check_statuses, status_tensors
+from teeny_ir.runtime.distributed import buckets, needs_group
 from teeny_ir.runtime.errors import StatusCheckError
+
+Exchange = Callable[[int, dict[str, Any]], dict[str, Any]]
+"""``exchange(first launch index, arrays by key) -> reduced arrays``: a
+bucket's collectives run by the parent (`serve`)."""
+
+
+class _Aborted(Exception):
+    """The parent ended a request at a collective (its process group failed)."""
 
 
 class _Unavailable(Exception):
@@ -95,6 +117,7 @@ class _Loaded:
         self.kernels = {
             k.name: import_kernel(directory / k.file, k.name) for k in self.plan.kernels
         }
+        self.buckets = buckets(self.plan)
         times["import triton and kernels"] = time.perf_counter() - start
         self.arena: tuple[int, Any] | None = None
         """(batch, the arena's byte tensor): allocated once per batch size and
@@ -136,9 +159,11 @@ class _Loaded:
         trace: bool,
         times: dict[str, float],
         profile: bool = False,
+        exchange: Exchange | None = None,
     ) -> None:
         """Run the plan on ``workdir``'s tensors; write its outputs (and trace,
-        and the launch times with ``profile``)."""
+        and the launch times with ``profile``). ``exchange`` runs the
+        collectives over more than one rank (a serving worker's parent)."""
         import torch
         from safetensors.numpy import load_file, save_file
 
@@ -174,6 +199,7 @@ class _Loaded:
             traced,
             self.first_writes,
             spans,
+            (self.buckets, exchange),
         )
         times["launches"] = time.perf_counter() - start
         statuses = {name: tensors[name].tolist() for _, name, _ in status_tensors(plan)}
@@ -235,7 +261,16 @@ def serve(workdir: Path) -> int:
         if not words or words[0] == "quit":
             return 0
         try:
-            loaded.execute(workdir, int(words[1]), False, {}, profile="profile" in words[2:])
+            loaded.execute(
+                workdir,
+                int(words[1]),
+                False,
+                {},
+                profile="profile" in words[2:],
+                exchange=lambda first, arrays: _exchange(workdir, first, arrays),
+            )
+        except _Aborted:
+            return 0  # the parent's group failed: it ends the session
         except StatusCheckError as err:
             print(f"error: {err}", file=sys.stderr)
             _report(workdir, str(err), None, check=True)
@@ -247,6 +282,49 @@ def serve(workdir: Path) -> int:
             continue
         print("ok", flush=True)
     return 0
+
+
+def _exchange(workdir: Path, first: int, arrays: dict[str, Any]) -> dict[str, Any]:
+    """Hand a bucket's inputs to the parent and wait for the reduced values
+    (see the module docstring); raises `_Aborted` when the parent says other
+    than ``resume``."""
+    from safetensors.numpy import load_file, save_file
+
+    save_file(arrays, workdir / COLLECTIVE_FILE)
+    print(f"collective {first}", flush=True)
+    answer = sys.stdin.readline().strip()
+    if answer != "resume":
+        raise _Aborted(f"the parent answered '{answer}' at the collective of launch {first}")
+    return load_file(workdir / COLLECTIVE_RESULT_FILE)
+
+
+def _collectives(
+    plan: Plan,
+    indices: Sequence[int],
+    tensors: dict[str, Any],
+    exchange: Exchange | None,
+) -> None:
+    """One bucket of collectives: each input read, the bucket reduced (over
+    one rank: the values themselves; else by ``exchange``), each result
+    written into its output."""
+    import torch
+
+    entries = [plan.launches[i] for i in indices]
+    assert all(isinstance(e, CollectiveSpec) for e in entries)
+    specs = [e for e in entries if isinstance(e, CollectiveSpec)]
+    arrays = {
+        f"c{i}": tensors[spec.input].contiguous().numpy().copy()
+        for i, spec in zip(indices, specs, strict=True)
+    }
+    if specs[0].world == 1:
+        results = arrays  # the sum or the mean over one rank
+    elif exchange is None:
+        raise RuntimeError(needs_group(plan))
+    else:
+        results = exchange(indices[0], arrays)
+    for i, spec in zip(indices, specs, strict=True):
+        target = tensors[spec.output]
+        target.copy_(torch.from_numpy(results[f"c{i}"]).reshape(target.shape))
 
 
 def _fail(workdir: Path, err: Exception) -> None:
@@ -267,11 +345,26 @@ def _launch_all(
     traced: dict[str, Any] | None = None,
     first_writes: dict[int, list[str]] | None = None,
     spans: list[tuple[int, int]] | None = None,
+    collectives: tuple[dict[int, tuple[int, ...]], Exchange | None] | None = None,
 ) -> None:
     """Every launch in plan order; ``spans`` gets each one's (start, duration)
-    in ``perf_counter_ns`` nanoseconds, the kernel call alone."""
+    in ``perf_counter_ns`` nanoseconds, the kernel call alone (a bucket of
+    collectives: the exchange, on its first collective; the others take 0).
+    ``collectives``: the plan's buckets and the exchange that runs them."""
     specs = {k.name: k for k in plan.kernels}
+    groups, exchange = collectives if collectives is not None else (buckets(plan), None)
     for done, launch in enumerate(plan.launches):
+        if isinstance(launch, CollectiveSpec):
+            start = time.perf_counter_ns()
+            if done in groups:
+                _collectives(plan, groups[done], tensors, exchange)
+            if spans is not None:
+                spans.append((start, time.perf_counter_ns() - start if done in groups else 0))
+            if progress is not None:
+                progress.write_text(f"{done + 1} {len(plan.launches)}", encoding="ascii")
+            if traced is not None:
+                traced[f"launch{done}_0"] = tensors[launch.output].contiguous().numpy().copy()
+            continue
         for name in (first_writes or {}).get(done, ()):
             tensors[name].fill_(-1)  # a status output: -1 reads as "not written"
         spec = specs[launch.kernel]
