@@ -753,11 +753,6 @@ def test_a_worker_whose_parent_is_gone_exits_at_start(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout) == (1, "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs teeny_ir/backend/emit.py (helper F's) to name its .emit/.old folders with "
-    "files.temp_prefix and sweep them with files.sweep_stale (see the issue 29 report)",
-)
 def test_a_killed_emissions_temporary_folder_is_swept_by_the_next(tmp_path: Path) -> None:
     source = tmp_path / "k.mlir"
     source.write_text(KERNELS)
@@ -768,6 +763,27 @@ def test_a_killed_emissions_temporary_folder_is_swept_by_the_next(tmp_path: Path
     code, _, err = opt(str(source), "-p", f"emit-triton{{out-dir={out}}}", "-o", "/dev/null")
     assert code == 0, err
     assert not stale.exists()
+
+
+def test_a_plan_moved_aside_by_a_killed_emission_is_put_back(tmp_path: Path) -> None:
+    """A kill between _replace's two renames leaves the previous plan only in
+    the dead process's .old folder: the next emission puts it back first (and
+    then replaces it as usual), so no plan is lost."""
+    source = tmp_path / "k.mlir"
+    source.write_text(KERNELS)
+    out = tmp_path / "plan"
+    code, _, err = opt(str(source), "-p", f"emit-triton{{out-dir={out}}}", "-o", "/dev/null")
+    assert code == 0, err
+    before = (out / "plan.json").read_bytes()
+    host = files.temp_prefix("x").split("@")[1].rstrip(".")
+    aside = tmp_path / f".plan.{dead_pid()}@{host}.a1b2c3d4.old"
+    aside.mkdir()
+    out.rename(aside / "previous")
+    from teeny_ir.backend import emit
+
+    emit._recover(out)
+    assert (out / "plan.json").read_bytes() == before
+    assert not aside.exists()
 
 
 def test_sweep_never_follows_a_symlink(tmp_path: Path) -> None:

@@ -20,6 +20,7 @@ disk) is one located error, as is a variant that does not render or compile.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -43,6 +44,7 @@ from teeny_ir.backend.plan import (
     sha256_of,
     write_plan,
 )
+from teeny_ir.core.files import default_dir_mode, stale_siblings, sweep_stale, temp_prefix
 from teeny_ir.kernels.render import RenderError, render
 
 if TYPE_CHECKING:
@@ -88,7 +90,8 @@ def _emit(
     into place (raises OSError where the file system refuses)."""
     _check_target(target, forward)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".emit", dir=target.parent))
+    _recover(target)
+    temp = Path(tempfile.mkdtemp(prefix=temp_prefix(target.name), suffix=".emit", dir=target.parent))
     try:
         kernels = _write_kernels(temp, collected, archs, jobs, use_cache)
         if draft is None:
@@ -96,7 +99,7 @@ def _emit(
         plan = dataclasses.replace(draft, kernels=tuple(kernels))
         write_plan(temp, plan)
         load_plan(temp)  # the runtime's checks: never write a plan it would refuse
-        temp.chmod(0o755)
+        temp.chmod(default_dir_mode())
         _replace(temp, target)
     finally:
         shutil.rmtree(temp, ignore_errors=True)
@@ -286,12 +289,27 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
+def _recover(target: Path) -> None:
+    """Clean up after an emission into ``target`` that was killed: a previous
+    emission it had moved aside (``.old/previous``) goes back in place when
+    ``target`` is missing (the kill fell between `_replace`'s two renames),
+    then the dead process's temporary folders are removed."""
+    if not target.exists():
+        for aside in stale_siblings(target.parent, target.name, (".old",)):
+            previous = Path(aside) / "previous"
+            if previous.is_dir() and not previous.is_symlink():
+                with contextlib.suppress(OSError):
+                    os.replace(previous, target)
+                    break
+    sweep_stale(target.parent, target.name, (".emit", ".old"))
+
+
 def _replace(temp: Path, target: Path) -> None:
     """Rename ``temp`` to ``target``, moving a previous emission aside first."""
     if not target.exists():
         os.replace(temp, target)
         return
-    aside = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
+    aside = Path(tempfile.mkdtemp(prefix=temp_prefix(target.name), suffix=".old", dir=target.parent))
     try:
         os.replace(target, aside / "previous")
         try:

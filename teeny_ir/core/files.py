@@ -500,20 +500,21 @@ def temp_prefix(name: str) -> str:
     return f".{name[:_NAME_CHARS]}.{os.getpid()}@{_host()}."
 
 
-def sweep_stale(folder: str | os.PathLike[str], name: str | None, suffixes: Sequence[str]) -> int:
-    """Remove from ``folder`` the temporary siblings of ``name`` (any name when
-    None) ending in one of ``suffixes`` that `temp_prefix` named and whose
+def stale_siblings(
+    folder: str | os.PathLike[str], name: str | None, suffixes: Sequence[str]
+) -> list[str]:
+    """The paths in ``folder`` of the temporary siblings of ``name`` (any name
+    when None) ending in one of ``suffixes`` that `temp_prefix` named and whose
     process is gone: a pid of this host that no longer runs, or older than
-    `STALE_AFTER`. A symlink is removed, never followed. Returns how many were
-    removed; errors are ignored (a sweep never fails a write)."""
+    `STALE_AFTER`; sorted. Unreadable entries are skipped."""
     stem = re.escape(name[:_NAME_CHARS]) if name is not None else r"[^/]+?"
     ends = "|".join(re.escape(suffix) for suffix in suffixes)
     pattern = re.compile(rf"\.{stem}\.([0-9]+)@([A-Za-z0-9-]+)\.[A-Za-z0-9_]+(?:{ends})")
-    host, now, removed = _host(), time.time(), 0
+    host, now, stale = _host(), time.time(), []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return 0
+        return []
     for entry in entries:
         match = pattern.fullmatch(entry.name)
         if match is None:
@@ -521,15 +522,27 @@ def sweep_stale(folder: str | os.PathLike[str], name: str | None, suffixes: Sequ
         try:
             info = entry.stat(follow_symlinks=False)
             pid = int(match.group(1))
-            gone = match.group(2) == host and pid != os.getpid() and not _alive(pid)
-            if not gone and now - info.st_mtime < STALE_AFTER:
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                shutil.rmtree(entry.path)
-            else:
-                os.unlink(entry.path)
-            removed += 1
         except (OSError, ValueError):
+            continue
+        gone = match.group(2) == host and pid != os.getpid() and not _alive(pid)
+        if gone or now - info.st_mtime >= STALE_AFTER:
+            stale.append(entry.path)
+    return sorted(stale)
+
+
+def sweep_stale(folder: str | os.PathLike[str], name: str | None, suffixes: Sequence[str]) -> int:
+    """Remove the `stale_siblings` of ``name`` in ``folder``. A symlink is
+    removed, never followed. Returns how many were removed; errors are ignored
+    (a sweep never fails a write)."""
+    removed = 0
+    for path in stale_siblings(folder, name, suffixes):
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+            removed += 1
+        except OSError:
             continue
     return removed
 
