@@ -163,7 +163,9 @@ def test_dump_pass_pipeline_round_trips(test_passes: None) -> None:
 
 @given(
     count=st.integers(-(10**12), 10**12),
-    ratio=st.floats(allow_nan=False, allow_infinity=False, width=64),
+    # float options hold what float32 can (the precision programs compute in); beyond, a
+    # located error (tests/test_faults_files.py)
+    ratio=st.floats(allow_nan=False, allow_infinity=False, width=32),
     flag=st.booleans(),
     label=st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), max_size=12),
     sizes=st.lists(st.integers(-99, 99), max_size=4).map(tuple),
