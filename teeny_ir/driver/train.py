@@ -2,7 +2,7 @@
 
     teeny-train DIR (--weights W.safetensors | --resume CKPT.safetensors)
                 --batches BATCHES.npz --steps N -o OUT.safetensors
-                [--backend NAME] [--timeout SECONDS] [--quiet]
+                [--reset-optimizer] [--backend NAME] [--timeout SECONDS] [--quiet]
     torchrun --nproc-per-node N $(which teeny-train) DIR ...   (data parallel)
 
 ``DIR`` is a training plan (``teeny-training``, then ``emit-triton{out-dir=DIR}``).
@@ -13,12 +13,35 @@ names them (``arr_0``, ``arr_1``, ...); each has a leading axis of batches:
 training, resumed ones included) trains on batch ``s % num_batches``.
 
 The checkpoint is the trainer's state dict (parameters, running statistics and
-optimizer state by PyTorch's names, as safetensors, written atomically) with the
-number of steps taken in its metadata (``teeny.steps``). ``--resume CKPT``
-starts from a checkpoint and continues exactly as the uninterrupted run would
-have: the same state and the same next batch. A progress bar with the loss goes
-to stderr on a terminal; the last line is ``trained N steps (S in all); loss X;
+optimizer state by PyTorch's names, as safetensors) with the number of steps
+taken (``teeny.steps``) and the plan's optimizer (``teeny.optimizer``: kind and
+hyperparameters) in its metadata. ``-o`` follows `teeny_ir.core.files`: a
+regular file is replaced atomically (the umask's mode, no temporary file left
+behind), a character device (``/dev/null``) or a FIFO is written in place and
+never replaced (a FIFO is opened before the first step: without a reader it is
+refused then), anything else is refused; whether ``-o`` can be written is
+checked before the first step. ``--resume CKPT`` starts from a checkpoint and
+continues exactly as the uninterrupted run would have: the same state and the
+same next batch. A checkpoint whose recorded optimizer is not the plan's
+(another kind, lr, momentum, weight decay, betas or eps) is refused in one
+line, unless ``--reset-optimizer``, which starts the plan's optimizer state at
+zero (parameters and running statistics are kept); a checkpoint without the
+record (an older one) is taken as it is. A progress bar with the loss goes to
+stderr on a terminal; the last line is ``trained N steps (S in all); loss X;
 checkpoint OUT``.
+
+The weights, the checkpoint and the batches are read only from regular files,
+with size bounds (a FIFO or ``/dev/zero`` is one line, never a hang), and the
+batches' ``.npy`` headers are checked before anything is allocated for them.
+
+Divergence: a step whose loss or update is not finite (a NaN in a batch, a
+learning rate that overflows) is not applied (`teeny_ir.runtime.trainer`; on
+the cuda backend the updates are read back for the check, the state's bytes
+each step).
+teeny-train writes the last finite state to ``-o`` - the state after the last
+step applied, its ``teeny.steps`` counting the steps actually applied - and
+exits 1 with one line naming the step and the first non-finite result (its
+launch, graph op and source location).
 
 ``--backend`` takes the names in `teeny_ir.runtime.backends.BACKENDS`
 (``interpreter``, the default, or ``cuda``).
@@ -42,8 +65,11 @@ whole. ``--timeout`` bounds each collective's wait for the other ranks
 one line naming it. The group is destroyed at the end.
 
 Exit codes: 0 success; 1 bad usage or input (one line ``teeny-train: error:
-...``, never a traceback), before any step where it can be checked, or a
-backend that cannot run here; 2 the backend failed while running (the
+...``, never a traceback), before any step where it can be checked (an output
+that cannot be written, an optimizer mismatch, a batch whose arena exceeds
+the machine's memory), a backend that cannot run here, an arena the backend
+could not allocate at the run's batch size, or a step that diverged (the last
+finite state written to ``-o``); 2 the backend failed while running (the
 interpreter worker, a driver call, a collective whose ranks stopped
 responding) or an internal error.
 """
@@ -51,21 +77,35 @@ responding) or an internal error.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import stat
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from teeny_ir.core.files import OutputError, check_not_input, check_output
+from teeny_ir.core.files import (
+    OutputError,
+    check_not_input,
+    check_output,
+    output_file,
+    read_npz,
+    write_file,
+)
 from teeny_ir.driver.cli import ArgumentParser, add_backend_argument, parse_args
-from teeny_ir.runtime.trainer import check_indices
+from teeny_ir.runtime.errors import DivergenceError
+from teeny_ir.runtime.trainer import (
+    MAX_STEPS_DIGITS,
+    STEPS_KEY,
+    check_indices,
+    parse_steps,
+    read_checkpoint,
+)
 
 if TYPE_CHECKING:
     import numpy as np
 
 PROG = "teeny-train"
-STEPS_KEY = "teeny.steps"
-"""The checkpoint metadata entry that counts the steps taken."""
 
 
 def _make_parser(stdout: TextIO) -> ArgumentParser:
@@ -86,8 +126,14 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
         metavar="BATCHES.npz",
         help="one [num_batches, B, ...] array per plan input (in0, in1, ... or arr_0, arr_1, ...)",
     )
-    parser.add_argument("--steps", required=True, type=int, metavar="N", help="steps to run")
+    parser.add_argument("--steps", required=True, type=_count, metavar="N", help="steps to run")
     parser.add_argument("-o", dest="output", required=True, metavar="OUT.safetensors")
+    parser.add_argument(
+        "--reset-optimizer",
+        action="store_true",
+        help="resume a checkpoint of another optimizer (or other hyperparameters): start the "
+        "plan's optimizer state at zero, keep the parameters and running statistics",
+    )
     add_backend_argument(parser)
     parser.add_argument(
         "--timeout",
@@ -100,6 +146,16 @@ def _make_parser(stdout: TextIO) -> ArgumentParser:
     return parser
 
 
+def _count(text: str) -> int:
+    """A ``--steps`` value: ASCII digits only (``int`` reads any Unicode digit)."""
+    digits = text.removeprefix("-")
+    if not (0 < len(digits) <= MAX_STEPS_DIGITS and digits.isascii() and digits.isdigit()):
+        raise argparse.ArgumentTypeError(
+            f"expected a number of steps (at most {MAX_STEPS_DIGITS} ASCII digits), got {text!r}"
+        )
+    return int(text)
+
+
 def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     """Run teeny-train in-process; returns the exit code."""
     from teeny_ir import runtime
@@ -109,7 +165,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
         return args
     try:
         _train(args, stdout, stderr)
-    except (OutputError, runtime.PlanError, runtime.RuntimeInputError) as err:
+    except (OutputError, runtime.PlanError, runtime.RuntimeInputError, DivergenceError) as err:
         stderr.write(f"{PROG}: error: {_one_line(err)}\n")
         return 1
     except (runtime.WorkerError, runtime.CollectiveError) as err:
@@ -123,6 +179,7 @@ def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
 
 def _train(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
     from teeny_ir import runtime
+    from teeny_ir.runtime.trainer import Trainer
 
     if args.steps < 1:
         raise runtime.RuntimeInputError(f"--steps must be at least 1, got {args.steps}")
@@ -141,33 +198,102 @@ def _train(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> None:
         check_not_input(args.output, os.path.join(executable.directory, name))
     if executable.plan.world != world:
         raise runtime.RuntimeInputError(_world_mismatch(executable.plan.world, world))
-    state = runtime.read_weights(start_file)
-    done = read_steps(args.resume) if args.resume is not None else 0
+    what = "weights" if args.weights is not None else "checkpoint"
+    state, metadata = read_checkpoint(start_file, what)
+    done = 0
+    if args.resume is not None:
+        text = metadata.get(STEPS_KEY)
+        if text is None:
+            raise runtime.RuntimeInputError(
+                f"'{args.resume}' is not a teeny-train checkpoint (no '{STEPS_KEY}' step count "
+                "in its metadata); start from it with --weights instead"
+            )
+        done = parse_steps(text, f"checkpoint '{args.resume}'")
     batches = read_batches(args.batches, len(executable.plan.inputs))
     batches = shard(batches, rank, world, args.batches)
     count = len(batches[0])
-    # Every batch is checked before the worker starts (shapes, dtypes, class indices).
+    # Every batch is checked before the worker starts (shapes, dtypes, class
+    # indices, and on the interpreter the arena against the machine's memory).
+    sizes: set[int] = set()
     for index in range(count):
         inputs = [array[index] for array in batches]
-        executable.check_batch(executable.check_inputs(inputs))
+        batch = executable.check_inputs(inputs)
+        executable.check_batch(batch)
         check_indices(executable, inputs)
-    with _process_group(world, args.backend, args.timeout) as group:
-        timeout = {} if args.timeout is None else {"timeout": args.timeout}
-        with executable.trainer(state, args.backend, group, **timeout) as trainer:
-            loss = float("nan")
-            quiet = args.quiet or not stderr.isatty() or rank != 0
-            with _progress(stderr, quiet, args.steps) as advance:
-                for step in range(done, done + args.steps):
-                    loss = float(trainer.step([array[step % count] for array in batches])[0])
-                    advance(loss)
-            if rank == 0:
-                trainer.save(args.output, {STEPS_KEY: str(done + args.steps)})
+        sizes.add(batch)
+    if args.backend == "interpreter":
+        from teeny_ir.runtime.backends.interpreter import check_arena
+
+        for batch in sorted(sizes):
+            check_arena(executable.plan, batch)
+    with contextlib.ExitStack() as outputs:
+        # A device or FIFO is opened now (a FIFO without a reader is refused
+        # before any step) and written at the end; a regular file is replaced then.
+        sink = outputs.enter_context(output_file(args.output)) if _special(args, rank) else None
+        with _process_group(world, args.backend, args.timeout) as group:
+            timeout = {} if args.timeout is None else {"timeout": args.timeout}
+            with Trainer(
+                executable,
+                state,
+                args.backend,
+                group,
+                metadata=metadata,
+                reset_optimizer=args.reset_optimizer,
+                steps=done,
+                read_updates=True,  # the cuda backend too: no update that is not finite is kept
+                source=start_file,
+                **timeout,
+            ) as trainer:
+                loss = float("nan")
+                quiet = args.quiet or not stderr.isatty() or rank != 0
+                try:
+                    with _progress(stderr, quiet, args.steps) as advance:
+                        for step in range(done, done + args.steps):
+                            loss = float(trainer.step([array[step % count] for array in batches])[0])
+                            advance(loss)
+                except DivergenceError as err:
+                    if rank != 0:
+                        raise
+                    try:
+                        _write(trainer.checkpoint_bytes(), args.output, sink)
+                    except OutputError as failed:
+                        kept = f"and that state could not be written: {failed}"
+                    else:
+                        kept = f"checkpoint {args.output} holds that state ({STEPS_KEY} = "
+                        kept += f"{trainer.steps})"
+                    raise DivergenceError(f"{err}; {kept}", err.step) from None
+                if rank == 0:
+                    _write(trainer.checkpoint_bytes(), args.output, sink)
     if rank == 0:
         ranks_text = f" on {world} ranks" if world > 1 else ""
         stdout.write(
             f"trained {args.steps} steps{ranks_text} ({done + args.steps} in all); loss "
             f"{loss:.6g}; checkpoint {args.output}\n"
         )
+
+
+def _special(args: argparse.Namespace, rank: int) -> bool:
+    """Whether this rank writes ``-o`` and it is a character device or a FIFO."""
+    if rank != 0:
+        return False
+    try:
+        mode = os.stat(args.output).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)
+
+
+def _write(data: bytes, path: str, sink: Any) -> None:
+    """The checkpoint's bytes to the device or FIFO opened before the steps,
+    or to the regular file ``path`` (replaced atomically)."""
+    if sink is None:
+        write_file(path, data)
+        return
+    try:
+        sink.write(data)
+        sink.flush()
+    except OSError as err:
+        raise OutputError(f"cannot write '{path}': {err.strerror or err}") from None
 
 
 def ranks(environ: Mapping[str, str]) -> tuple[int, int]:
@@ -271,49 +397,14 @@ class _process_group:
             self.dist.destroy_process_group()
 
 
-def read_steps(path: str) -> int:
-    """The steps a checkpoint of teeny-train counts (its ``teeny.steps`` metadata)."""
-    from safetensors import SafetensorError, safe_open
-
-    from teeny_ir.runtime import RuntimeInputError
-
-    try:
-        with safe_open(path, "np") as handle:
-            metadata = handle.metadata() or {}
-    except (OSError, SafetensorError, ValueError) as err:
-        raise RuntimeInputError(f"cannot read checkpoint '{path}': {err}") from None
-    text = metadata.get(STEPS_KEY)
-    # isascii: isdigit() holds for any Unicode digit, which int() may not read ("²").
-    if text is None or not (text.isascii() and text.isdigit()):
-        raise RuntimeInputError(
-            f"'{path}' is not a teeny-train checkpoint (no '{STEPS_KEY}' step count in its "
-            "metadata); start from it with --weights instead"
-        )
-    return int(text)
-
-
 def read_batches(path: str, inputs: int) -> list[np.ndarray]:
     """The arrays of ``BATCHES.npz``, one per plan input, in input order (never
-    unpickled); each keeps its leading batches axis."""
-    import zipfile
-
-    import numpy as np
-
+    unpickled, read by `teeny_ir.core.files.read_npz`: a regular file only,
+    each header checked before its data is allocated); each keeps its leading
+    batches axis."""
     from teeny_ir.runtime import RuntimeInputError
 
-    if os.path.isdir(path):
-        raise RuntimeInputError(f"batches '{path}' is a directory; give one .npz file")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-        if not isinstance(loaded, np.lib.npyio.NpzFile):
-            raise RuntimeInputError(f"batches '{path}' is one .npy array, not an .npz archive")
-        with loaded as archive:
-            arrays = {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        reason = getattr(err, "strerror", None) or err
-        raise RuntimeInputError(
-            f"cannot read batches '{path}' as an .npz archive: {reason}"
-        ) from None
+    arrays = read_npz(path, "batches")
     for names in ([f"in{i}" for i in range(inputs)], [f"arr_{i}" for i in range(inputs)]):
         if set(names) == set(arrays):
             chosen = [arrays[name] for name in names]

@@ -57,8 +57,10 @@ from teeny_ir.runtime.backends import BACKENDS, Backend, usable_backend
 from teeny_ir.runtime.backends.cuda import CudaBackend
 from teeny_ir.runtime.distributed import check_no_group_needed
 from teeny_ir.runtime.errors import (
+    ArenaAllocationError,
     BackendUnavailableError,
     CollectiveError,
+    DivergenceError,
     RuntimeInputError,
     StatusCheckError,
     UnusedWeightsWarning,
@@ -74,9 +76,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BACKENDS",
+    "ArenaAllocationError",
     "Backend",
     "BackendUnavailableError",
     "CollectiveError",
+    "DivergenceError",
     "Executable",
     "LaunchRecord",
     "PlanError",
@@ -220,6 +224,9 @@ class Executable:
         group: Any = None,
         *,
         timeout: float | None = None,
+        reset_optimizer: bool = False,
+        check_finite: bool = True,
+        read_updates: bool = False,
     ) -> Trainer:
         """A `teeny_ir.runtime.trainer.Trainer` of this training plan, its state
         bound from ``weights`` (a mapping, or a ``.safetensors`` path), its steps
@@ -228,14 +235,27 @@ class Executable:
         on ``group``, a torch.distributed process group of N ranks (None: the
         default group, which must be initialised), each waiting ``timeout``
         seconds at most (`teeny_ir.runtime.distributed.DEFAULT_TIMEOUT` when
-        None); every rank starts from rank 0's state."""
+        None); every rank starts from rank 0's state. A path is read as a
+        checkpoint (regular files only, bounded): its recorded optimizer must be
+        the plan's unless ``reset_optimizer`` (then the optimizer state starts at
+        zero). ``check_finite`` refuses a step whose loss or updates are not
+        finite (`DivergenceError`, the state kept); ``read_updates`` also checks
+        every update on the cuda backend, reading the state back each step
+        (see `teeny_ir.runtime.trainer.Trainer`)."""
         from teeny_ir.runtime.distributed import DEFAULT_TIMEOUT
         from teeny_ir.runtime.trainer import Trainer
 
-        if isinstance(weights, str | os.PathLike):
-            weights = read_weights(weights)
         wait = DEFAULT_TIMEOUT if timeout is None else timeout
-        return Trainer(self, weights, backend, group, timeout=wait)
+        return Trainer(
+            self,
+            weights,
+            backend,
+            group,
+            timeout=wait,
+            reset_optimizer=reset_optimizer,
+            check_finite=check_finite,
+            read_updates=read_updates,
+        )
 
     def check_inputs(self, inputs: Sequence[Any]) -> int:
         """Check the inputs against the plan; returns the batch size ``B``."""

@@ -83,7 +83,13 @@ from teeny_ir.backend.plan import (
 from teeny_ir.core.expressions import eval_text
 from teeny_ir.kernels.contract import KernelFamily
 from teeny_ir.kernels.families import FAMILIES
-from teeny_ir.runtime.errors import BackendUnavailableError, RuntimeInputError, WorkerError
+from teeny_ir.runtime.errors import (
+    ArenaAllocationError,
+    BackendUnavailableError,
+    RuntimeInputError,
+    WorkerError,
+    arena_message,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -536,6 +542,17 @@ class CudaSession:
         self._allocations.append(address)
         return address
 
+    def _alloc_batch(self, nbytes: int, batch: int, what: str) -> int:
+        """`_alloc` for the memory of one batch size: ``CUDA_ERROR_OUT_OF_MEMORY``
+        is an `ArenaAllocationError` naming ``what``, the bytes and the batch."""
+        try:
+            return self._alloc(nbytes)
+        except WorkerError as err:
+            if "CUDA_ERROR_OUT_OF_MEMORY" not in str(err):
+                raise
+        reason = "which the GPU could not allocate (cuMemAlloc returned CUDA_ERROR_OUT_OF_MEMORY)"
+        raise ArenaAllocationError(arena_message(nbytes, batch, reason, what))
+
     def _free(self, address: int) -> None:
         if address in self._allocations:
             self._allocations.remove(address)
@@ -578,13 +595,15 @@ class CudaSession:
             return self.launches
         env = {BATCH: batch}
         nbytes = memory.layout(self.plan, batch).arena
-        self.arena = self._alloc(nbytes)
+        self.arena = self._alloc_batch(nbytes, batch, "the arena")
         if nbytes >= 4:  # NaN everywhere: a region no kernel wrote shows
             self._call("cuMemsetD32Async", self.arena, _NAN_BITS, nbytes // 4, self._stream)
         for spec in self.plan.inputs:
             shape = [d if isinstance(d, int) else eval_text(d, env) for d in spec.shape]
-            self.inputs[spec.name] = self._alloc(
-                math.prod(shape) * np.dtype(_NUMPY_DTYPES[spec.dtype]).itemsize
+            self.inputs[spec.name] = self._alloc_batch(
+                math.prod(shape) * np.dtype(_NUMPY_DTYPES[spec.dtype]).itemsize,
+                batch,
+                f"the buffer of input '{spec.name}'",
             )
         addresses = self.addresses(batch)
         kernels = {k.name: k for k in self.plan.kernels}
@@ -1050,11 +1069,18 @@ class CudaTrainingSession(CudaSession):
         derivations): at the first step, and after the host state changed."""
         self.upload_params(params, refresh=True)
 
-    def step(self, inputs: Mapping[str, np.ndarray], batch: int) -> list[np.ndarray | None]:
+    def step(
+        self,
+        inputs: Mapping[str, np.ndarray],
+        batch: int,
+        commit: Callable[[list[np.ndarray | None]], bool] | None = None,
+    ) -> list[np.ndarray | None]:
         """One step on the parameters on the device: outputs in return order,
         the user results read back and None for every other output; the state
         outputs are copied into their parameters (after the status check, so
-        a step refused for bad data leaves the state as it was)."""
+        a step refused for bad data leaves the state as it was), unless
+        ``commit``, called with those outputs first (the trainer's divergence
+        check: it may `read` the state outputs at ``batch``), returns False."""
         from teeny_ir.runtime.checks import check_statuses, status_tensors
 
         plan = self.plan
@@ -1068,16 +1094,18 @@ class CudaTrainingSession(CudaSession):
             for _, name, _ in status_tensors(plan)
         }
         check_statuses(plan, statuses, batch)
+        results: list[np.ndarray | None] = [
+            self.read(name, batch) if not plan.role(k)[0] else None
+            for k, name in enumerate(plan.outputs)
+        ]
+        if commit is not None and not commit(results):
+            return results
         addresses = self.addresses(batch)
         shapes = {p.name: p.shape for p in plan.params}
         for param, output in self.carried.items():
             nbytes = math.prod(shapes[param]) * memory.BYTES["f32"]
             source = addresses[plan.outputs[output]]
             self._call("cuMemcpyDtoDAsync", self.params[param], source, nbytes, self._stream)
-        results: list[np.ndarray | None] = [
-            self.read(name, batch) if not plan.role(k)[0] else None
-            for k, name in enumerate(plan.outputs)
-        ]
         self.synchronize()
         return results
 

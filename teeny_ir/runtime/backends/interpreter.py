@@ -43,11 +43,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from teeny_ir.backend.plan import CollectiveSpec
 from teeny_ir.backend.triton_settings import interpreter_environment
+from teeny_ir.runtime.backends import worker_pool
 from teeny_ir.runtime.errors import (
+    ArenaAllocationError,
     BackendUnavailableError,
     RuntimeInputError,
     StatusCheckError,
     WorkerError,
+    arena_message,
 )
 
 if TYPE_CHECKING:
@@ -68,7 +71,8 @@ ERROR_FILE = "error.json"
 """Written by a failing worker: ``{"error": one line, "unavailable": "torch", "triton"
 or null, "missing": whether that module is not installed at all, "check": whether
 it is a status check (`teeny_ir.runtime.checks`: bad input data, raised as
-`StatusCheckError`)}``."""
+`StatusCheckError`), "arena": whether the arena could not be allocated (raised
+as `ArenaAllocationError`)}``."""
 LOG_FILE = "worker.log"
 """The worker's stdout and stderr (a failure's full traceback); kept after a failure."""
 TRACE_FILE = "trace.safetensors"
@@ -137,6 +141,7 @@ class InterpreterBackend:
         from teeny_ir.runtime.distributed import check_no_group_needed
 
         check_no_group_needed(plan)
+        check_arena(plan, batch)
         start = time.perf_counter()
         try:
             workdir = Path(tempfile.mkdtemp(prefix="teeny-run-"))
@@ -252,7 +257,7 @@ class InterpreterSession:
             return
         status = self.worker.poll()
         error = _failure(self.workdir, 1 if status is None else status)
-        if not isinstance(error, StatusCheckError):
+        if not isinstance(error, StatusCheckError | ArenaAllocationError):
             self.close(keep_log=True)
         raise error
 
@@ -271,6 +276,7 @@ class InterpreterSession:
 
         if self.worker is None:
             raise WorkerError("the trainer's interpreter session is closed")
+        check_arena(self.plan, batch)
         (self.workdir / ERROR_FILE).unlink(missing_ok=True)
         arrays = {name: np.ascontiguousarray(array) for name, array in tensors.items()}
         save_file(arrays, self.workdir / TENSORS_FILE)
@@ -344,6 +350,28 @@ class InterpreterSession:
         _clean(self.workdir, keep_log=keep_log)
 
 
+def check_arena(plan: Plan, batch: int) -> None:
+    """Refuse, before the worker allocates it, an arena at ``batch`` larger
+    than this machine's memory (`ArenaAllocationError`, one line)."""
+    from teeny_ir.backend import memory
+
+    available = physical_memory()
+    if available is None:
+        return
+    nbytes = memory.layout(plan, batch).arena
+    if nbytes > available:
+        reason = f"more than this machine's memory ({available} bytes)"
+        raise ArenaAllocationError(arena_message(nbytes, batch, reason))
+
+
+def physical_memory() -> int | None:
+    """The machine's memory in bytes (None where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
 def _read_spans(workdir: Path) -> list[tuple[int, int]]:
     """The launch times the worker wrote (`PROFILE_FILE`)."""
     data = json.loads((workdir / PROFILE_FILE).read_text(encoding="utf-8"))
@@ -382,10 +410,21 @@ def _installed(module: str) -> bool:
 def _start_worker(workdir: Path, progress: Progress | None = None) -> int:
     """Run the worker on ``workdir`` with the interpreter switched on, its
     output going to ``workdir/worker.log``; returns its exit status. With
-    ``progress``, polls the worker's progress file while it runs."""
+    ``progress``, polls the worker's progress file while it runs. The pooled
+    worker (`worker_pool`) takes the run when it is free; a fresh one otherwise."""
     env = interpreter_environment(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONFAULTHANDLER", "1")  # a crash in native code leaves a traceback
+    try:
+        pool = [sys.executable, "-m", WORKER_MODULE, "--pool", str(worker_pool.IDLE_SECONDS)]
+        poll = None if progress is None else lambda: _report(workdir / PROGRESS_FILE, progress)
+        status = worker_pool.run(workdir, pool, env, poll)
+        if status is not None:
+            return status
+    except OSError as err:
+        raise BackendUnavailableError(
+            f"the interpreter backend cannot start its worker: {err.strerror or err}"
+        ) from None
     command = [sys.executable, "-m", WORKER_MODULE, str(workdir)]
     try:
         with (workdir / LOG_FILE).open("wb") as log:
@@ -432,6 +471,8 @@ def _failure(workdir: Path, status: int) -> Exception:
         summary = str(report.get("error", ""))
         if report.get("check") is True and summary:
             return StatusCheckError(summary)
+        if report.get("arena") is True and summary:
+            return ArenaAllocationError(summary)
     if not summary:
         summary = _last_line(log) or "it wrote nothing"
     if status < 0:

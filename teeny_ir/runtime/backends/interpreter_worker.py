@@ -20,6 +20,11 @@ the plan and imports its kernels once, then runs one request per ``run <batch>``
 line on stdin (``run <batch> profile`` also writes ``profile.json``), answering
 ``ok`` or ``error`` on stdout, until ``quit``.
 
+With ``--pool IDLE`` it is the pooled worker of one-shot runs
+(`teeny_ir.runtime.backends.worker_pool`): each ``run "WORKDIR"`` line on
+stdin is one run of `main` on that folder, its output sent to that run's
+``worker.log``, answered ``start`` and ``done STATUS``.
+
 A collective (`teeny_ir.backend.plan.CollectiveSpec`) over more than one
 rank is the parent's to run, since the parent owns the process group: at the
 first collective of a bucket (`teeny_ir.runtime.distributed.buckets`) the
@@ -36,7 +41,10 @@ stderr (the parent sends both streams to ``worker.log``), writes
 ``error.json`` - the error on one line, and which of torch and triton could not
 be imported, if that is what failed - and exits with status 1. A status check that fails (bad input data, such as a
 class index out of range) writes its one line with ``"check": true`` and no
-traceback. The parent
+traceback, and an arena that cannot be allocated at the request's batch
+(`allocate_arena`: more than the machine's memory, or refused by the
+allocator) its one line with ``"arena": true``; a serving worker stays
+usable after either. The parent
 reports that one line and the log's path, never the traceback itself.
 """
 
@@ -74,7 +82,7 @@ from teeny_ir.runtime.backends.interpreter import (
 )
 from teeny_ir.runtime.checks import check_statuses, status_tensors
 from teeny_ir.runtime.distributed import buckets, needs_group
-from teeny_ir.runtime.errors import StatusCheckError
+from teeny_ir.runtime.errors import ArenaAllocationError, StatusCheckError, arena_message
 
 Exchange = Callable[[int, dict[str, Any]], dict[str, Any]]
 """``exchange(first launch index, arrays by key) -> reduced arrays``: a
@@ -139,9 +147,7 @@ class _Loaded:
         layout = memory.layout(self.plan, batch)  # the placement at this batch
         if self.arena is None or self.arena[0] != batch:
             self.arena = None  # free the previous batch size's arena first
-            arena = torch.empty(layout.arena, dtype=torch.uint8)
-            arena.view(torch.float32).fill_(float("nan"))
-            self.arena = (batch, arena)
+            self.arena = (batch, allocate_arena(layout.arena, batch))
         arena = self.arena[1]
         views: dict[str, Any] = {}
         for buffer in self.plan.buffers:
@@ -217,6 +223,28 @@ class _Loaded:
         (workdir / TIMINGS_FILE).write_text(json.dumps(times), encoding="utf-8")
 
 
+def allocate_arena(nbytes: int, batch: int) -> Any:
+    """The arena of a run at ``batch``: ``nbytes`` as a torch byte tensor filled
+    with NaN. One that exceeds this machine's memory, or that the allocator
+    refuses, is an `ArenaAllocationError` naming the bytes and the batch."""
+    import torch
+
+    from teeny_ir.runtime.backends.interpreter import physical_memory
+
+    available = physical_memory()
+    if available is not None and nbytes > available:
+        reason = f"more than this machine's memory ({available} bytes)"
+        raise ArenaAllocationError(arena_message(nbytes, batch, reason))
+    try:
+        arena = torch.empty(nbytes, dtype=torch.uint8)
+        arena.view(torch.float32).fill_(float("nan"))
+    except (RuntimeError, MemoryError) as err:  # torch's allocator: "not enough memory"
+        lines = str(err).strip().splitlines()
+        reason = f"which the interpreter worker could not allocate ({lines[0] if lines else err!r})"
+        raise ArenaAllocationError(arena_message(nbytes, batch, reason)) from None
+    return arena
+
+
 def _check_interpreter() -> None:
     if not triton_settings.interpreter_is_on():
         raise RuntimeError(
@@ -274,6 +302,11 @@ def serve(workdir: Path) -> int:
         except StatusCheckError as err:
             print(f"error: {err}", file=sys.stderr)
             _report(workdir, str(err), None, check=True)
+            print("error", flush=True)
+            continue
+        except ArenaAllocationError as err:  # the session stays usable at another batch
+            print(f"error: {err}", file=sys.stderr)
+            _report(workdir, str(err), None, arena=True)
             print("error", flush=True)
             continue
         except Exception as err:  # noqa: BLE001 - reported to the parent in error.json
@@ -401,8 +434,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) == 2 and args[0] == "--serve":
         return serve(Path(args[1]))
+    if len(args) == 2 and args[0] == "--pool":
+        from teeny_ir.runtime.backends import worker_pool
+
+        return worker_pool.serve(float(args[1]), main)
     if len(args) != 1:
-        print(f"usage: python -m {WORKER_MODULE} [--serve] WORKDIR", file=sys.stderr)
+        print(f"usage: python -m {WORKER_MODULE} [--serve] WORKDIR | --pool IDLE", file=sys.stderr)
         return 2
     workdir = Path(args[0])
     try:
@@ -411,6 +448,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         _report(workdir, str(err), None, check=True)
         return 1
+    except ArenaAllocationError as err:  # too large a batch for this machine: no traceback
+        print(f"error: {err}", file=sys.stderr)
+        _report(workdir, str(err), None, arena=True)
+        return 1
     except Exception as err:  # noqa: BLE001 - reported to the parent in error.json
         _fail(workdir, err)
         return 1
@@ -418,7 +459,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _report(
-    workdir: Path, summary: str, unavailable: _Unavailable | None, *, check: bool = False
+    workdir: Path,
+    summary: str,
+    unavailable: _Unavailable | None,
+    *,
+    check: bool = False,
+    arena: bool = False,
 ) -> None:
     """Write ``error.json`` for the parent (best effort: the log has it all)."""
     lines = summary.strip().splitlines()
@@ -427,6 +473,7 @@ def _report(
         "unavailable": unavailable.module if unavailable else None,
         "missing": bool(unavailable and unavailable.missing),
         "check": check,
+        "arena": arena,
     }
     with contextlib.suppress(OSError):
         (workdir / ERROR_FILE).write_text(json.dumps(data), encoding="utf-8")
