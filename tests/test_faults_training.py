@@ -300,16 +300,20 @@ def test_an_overflowing_learning_rate_diverges_at_the_step_it_overflows(
 # --- threads -------------------------------------------------------------------
 
 
+THREAD_STEPS = 6
+"""Steps each of the two threads takes (without the lock, fewer already garble the worker's pipe)."""
+
+
 @pytest.fixture(scope="module")
 def shared(tiny: Tiny, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, list[str]]:
-    """2 threads x 10 steps of one trainer (tiny SGD), saved: (checkpoint, steps, errors)."""
+    """2 threads x THREAD_STEPS steps of one trainer (tiny SGD), saved: (checkpoint, steps, errors)."""
     ckpt = tmp_path_factory.mktemp("threads") / "shared.st"
     errors: list[str] = []
     with runtime.load(tiny.sgd).trainer(load_file(tiny.weights)) as trainer:
 
         def work() -> None:
             try:
-                for _ in range(10):
+                for _ in range(THREAD_STEPS):
                     trainer.step(list(tiny.inputs))
             except Exception as err:  # noqa: BLE001 - reported by the test
                 errors.append(f"{type(err).__name__}: {err}")
@@ -328,9 +332,9 @@ def test_threads_sharing_a_trainer_take_turns(
     tiny: Tiny, shared: tuple[Path, int, list[str]]
 ) -> None:
     ckpt, steps, errors = shared
-    assert errors == [] and steps == 20
+    assert errors == [] and steps == 2 * THREAD_STEPS
     with runtime.load(tiny.sgd).trainer(load_file(tiny.weights)) as alone:
-        for _ in range(20):
+        for _ in range(2 * THREAD_STEPS):
             alone.step(list(tiny.inputs))
         want = alone.state_dict()
     got = load_file(ckpt)
@@ -338,7 +342,7 @@ def test_threads_sharing_a_trainer_take_turns(
         assert np.array_equal(got[name], want[name]), name
     with safe_open(str(ckpt), "np") as handle:
         metadata = handle.metadata() or {}
-    assert metadata[STEPS_KEY] == "20"
+    assert metadata[STEPS_KEY] == str(2 * THREAD_STEPS)
     assert json.loads(metadata[OPTIMIZER_KEY]) == {
         "kind": "sgd",
         "lr": 0.1,
@@ -374,7 +378,7 @@ def test_a_checkpoint_of_another_optimizer_is_refused_unless_reset(
         tiny.adamw, "--resume", sgd_ckpt, "--reset-optimizer", "-o", "/dev/null", *common
     )
     assert (code, err) == (0, ""), err
-    assert text.startswith("trained 1 steps (21 in all)") and text.endswith("/dev/null\n")
+    assert text.startswith(f"trained 1 steps ({2 * THREAD_STEPS + 1} in all)") and text.endswith("/dev/null\n")
     assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
 
 
@@ -391,7 +395,7 @@ def test_the_trainer_checks_the_recorded_optimizer(
     assert np.abs(saved["fc.weight.momentum_buffer"]).max() > 0
     with Trainer(executable, ckpt, reset_optimizer=True) as trainer:
         state = trainer.state_dict()
-        assert trainer.steps == 20
+        assert trainer.steps == 2 * THREAD_STEPS
     assert (
         not state["fc.weight.momentum_buffer"].any() and not state["fc.bias.momentum_buffer"].any()
     )
