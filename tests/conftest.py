@@ -29,6 +29,33 @@ from teeny_ir.driver import pass_registry
 if TYPE_CHECKING:
     from teeny_ir.testing.kernels import Results
 
+
+HEAVY_FIRST = (
+    "test_distributed.py",
+    "test_cuda_interpreted.py",
+    "test_faults_training.py",
+    "test_linear_gemm.py",
+    "test_kernel_templates.py",
+    "test_implicit_gemm_conv.py",
+    "test_pool_backward_kernels.py",
+    "test_depthwise_conv.py",
+    "test_depthwise_backward_kernels.py",
+    "test_teeny_train.py",
+    "test_memory_plan.py",
+    "test_trainer.py",
+    "test_compile_cache.py",
+    "test_attention_backward_kernels.py",
+)
+"""Test files that take longest (measured), run first: ``--dist loadfile`` hands
+files to the workers in collection order, so a long file collected last would
+keep one worker busy after the other has finished."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    order = {name: rank for rank, name in enumerate(HEAVY_FIRST)}
+    keyed = [(order.get(item.path.name, len(order)), index, item) for index, item in enumerate(items)]
+    items[:] = [item for _, _, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
+
 # The kernel harness subprocesses interpret kernels as the runtime's worker does:
 # with its malloc settings (glibc reads them when a process starts).
 for _name, _value in INTERPRETER_MALLOC.items():
