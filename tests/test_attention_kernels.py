@@ -447,6 +447,7 @@ _AOT_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_compiles_ahead_of_time(tmp_path: Path, triton_cache: None) -> None:
     """The lowering's variants for sm_80 and sm_90, in one process of their own:
     the ABI's parameters, tensor-core products, shared memory within each target."""

@@ -458,6 +458,7 @@ def test_unknown_precision_is_an_error(tmp_path: Path) -> None:
         teeny_ir.PassManager.parse(pipeline).run(module)
 
 
+@pytest.mark.slow
 def test_ieee_plan_runs_in_the_interpreter_like_the_default(tmp_path: Path) -> None:
     text = (LENET / "lenet.mlir").read_text()
     outputs = []

@@ -86,6 +86,7 @@ def _harness(tmp_path: Path, request: dict[str, object]) -> dict[str, np.ndarray
         return dict(loaded)
 
 
+@pytest.mark.slow
 def test_lenet_training_steps_on_the_interpreting_fake_match_the_interpreter(
     tmp_path: Path,
 ) -> None:
@@ -162,6 +163,7 @@ def _c2f_weights(tmp_path: Path) -> dict[str, np.ndarray]:
     return weights
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch", [3])
 def test_views_of_a_split_and_concat_on_the_interpreting_fake(tmp_path: Path, batch: int) -> None:
     plan = _emit(C2F, "teeny-inference{profile=gpu}", tmp_path / "plan")

@@ -197,6 +197,7 @@ def _same_state(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> floa
 # --- (a) two ranks through the Python API -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_two_ranks_train_as_one_process_on_the_whole_batch(
     work: dict[str, Path], reference: dict[int, dict[str, np.ndarray]]
 ) -> None:

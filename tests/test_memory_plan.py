@@ -501,6 +501,7 @@ def test_worker_reuses_one_arena_per_batch(lenet_plans: dict[str, Path]) -> None
 # --- end to end through the interpreter ------------------------------------------
 
 
+@pytest.mark.slow
 def test_lenet_inference_matches_naive_bit_for_bit(lenet_plans: dict[str, Path]) -> None:
     weights = load_file(ROOT / "examples" / "lenet" / "lenet.safetensors")
     rng = np.random.default_rng(3)
@@ -514,6 +515,7 @@ def test_lenet_inference_matches_naive_bit_for_bit(lenet_plans: dict[str, Path])
             assert np.isfinite(g).all()
 
 
+@pytest.mark.slow
 def test_lenet_trainer_steps_match_naive_bit_for_bit(tmp_path: Path) -> None:
     pipeline = "teeny-training{optimizer=sgd lr=0.01 momentum=0.9 profile=interpreter}"
     planned = _lenet(tmp_path / "planned", pipeline, training=True)

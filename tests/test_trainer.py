@@ -184,6 +184,7 @@ def test_the_plan_names_each_forward_launchs_gradient_launches(tmp_path: Path) -
         runtime.load(out)
 
 
+@pytest.mark.slow
 def test_yolov8n_training_compiles(tmp_path: Path) -> None:
     """YOLOv8n's training graph (loss ``sum_i reduce_sum(P_i * r_i)``) lowers whole
     and emits a training plan (interpreter tiles; the gpu profile's plan compiles
