@@ -43,7 +43,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from teeny_ir.backend import memory
 from teeny_ir.backend.memory import ALIGNMENT, MemoryPlanError
@@ -56,6 +56,7 @@ from teeny_ir.backend.plan import (
     is_batch_dim,
     load_plan,
 )
+from teeny_ir.core.cli import ArgumentParser, parse_args
 from teeny_ir.core.files import OutputError, check_not_input, check_output, write_bytes
 from teeny_ir.core.symbols import BATCH
 from teeny_ir.kernels.families import FAMILIES
@@ -662,27 +663,6 @@ def render_picture(plan: Plan, batch: int, options: Options, fmt: str) -> bytes:
 # --- the command -----------------------------------------------------------------
 
 
-class _UsageError(Exception):
-    """A command line argparse could not make sense of."""
-
-
-class _ArgumentParser(argparse.ArgumentParser):
-    """argparse that raises `_UsageError` (exit 1, as teeny_ir's drivers do,
-    `teeny_ir.driver.cli`, which this layer cannot import) and prints help on
-    the stream it is given."""
-
-    def __init__(self, stdout: TextIO, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._stdout = stdout
-
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-    def _print_message(self, message: str, file: object = None) -> None:
-        if message:
-            self._stdout.write(message)
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -693,8 +673,8 @@ def _positive(text: str) -> int:
     return value
 
 
-def _make_parser(stdout: TextIO) -> _ArgumentParser:
-    parser = _ArgumentParser(
+def _make_parser(stdout: TextIO) -> ArgumentParser:
+    parser = ArgumentParser(
         stdout,
         prog=PROG,
         description="Draw a launch plan written by emit-triton{out-dir=DIR}: the launches and "
@@ -736,13 +716,9 @@ def _make_parser(stdout: TextIO) -> _ArgumentParser:
 
 def run(argv: Sequence[str], stdout: TextIO, stderr: TextIO) -> int:
     """Run teeny-plan in-process; returns the exit code."""
-    try:
-        args = _make_parser(stdout).parse_args(list(argv))
-    except _UsageError as err:
-        stderr.write(f"{PROG}: error: {err}\n")
-        return 1
-    except SystemExit as exit_:  # --help
-        return exit_.code if isinstance(exit_.code, int) else 0
+    args = parse_args(_make_parser(stdout), argv, PROG, stderr)
+    if isinstance(args, int):
+        return args
     try:
         summary = _run(args)
     except (OutputError, PlanError, MemoryPlanError, ShowError) as err:

@@ -1,45 +1,13 @@
-"""What teeny_ir's command-line tools share: argparse that reports a usage error
-as exit 1 (not argparse's 2, which means an internal error here) and writes
-help to the stream it is given (so the tools also run in-process)."""
+"""What teeny_ir's drivers share: the argparse of `teeny_ir.core.cli` (usage
+errors exit 1, help on the given stream) and the ``--backend`` argument."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from typing import NoReturn, TextIO
 
+from teeny_ir.core.cli import ArgumentParser, UsageError, parse_args
 
-class UsageError(Exception):
-    """A command line argparse could not make sense of."""
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse that raises `UsageError` and prints help on ``stdout``."""
-
-    def __init__(self, stdout: TextIO, **kwargs: object) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        self._stdout = stdout
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-    def _print_message(self, message: str, file: object = None) -> None:
-        if message:
-            self._stdout.write(message)
-
-
-def parse_args(
-    parser: argparse.ArgumentParser, argv: Sequence[str], prog: str, stderr: TextIO
-) -> argparse.Namespace | int:
-    """The parsed arguments, or the exit code to return: 1 after a one-line
-    usage error, 0 after ``--help``."""
-    try:
-        return parser.parse_args(list(argv))
-    except UsageError as err:
-        stderr.write(f"{prog}: error: {err}\n")
-        return 1
-    except SystemExit as exit_:  # --help
-        return exit_.code if isinstance(exit_.code, int) else 0
+__all__ = ["ArgumentParser", "UsageError", "add_backend_argument", "parse_args"]
 
 
 def add_backend_argument(parser: argparse.ArgumentParser) -> None:
