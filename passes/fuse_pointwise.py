@@ -29,6 +29,19 @@ that lets a split or concat be a view (its input is a ``graph.split`` part or
 its result a ``graph.concat`` operand): the ``fused_elementwise`` family reads
 and writes batch-strided views, the ``elementwise`` family does not.
 
+A ``graph.reduce_sum`` or ``graph.reduce_mean`` whose operand a candidate
+computes roots a group too (Inductor's reduction with its pointwise prologue):
+the chain grows from its operand as above, a value read by pointwise ops and
+reductions alike being recomputed in each, and the group becomes one
+``graph.fused_pointwise`` with a trailing ``reduce sum|mean`` over the
+reduction's axes, which the ``fused_reduce`` family runs as one launch
+(`teeny_ir.kernels.fused_reduce`): the reduced value is computed where it is
+summed and never stored. That family reads each input at the reduced
+operand's shape, without a batch of its own, one value per image or as a
+scalar, and reduces what the ``reduce`` family reduces (the batch and one
+run of axes); otherwise (``fused_reduce.lowering.unfusable``) the reduction
+stays its own launch, with a remark at it, and its chain fuses without it.
+
 Where a chain is cut the pass says why with a remark at the op where it stops,
 ``pointwise chain cut: <reason>``: a candidate whose value has a user that is
 not pointwise (it must reach memory), a shape change (a reshape, flatten or
@@ -56,13 +69,15 @@ from xdsl.ir import Block, Operation, OpResult, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
-from dialects.graph.fused_pointwise import FusedPointwiseOp
+from dialects.graph.fused_pointwise import FusedPointwiseOp, Reduction
+from dialects.graph.reduce import ReduceMeanOp, ReduceSumOp, ReductionOp
 from dialects.graph.structure import ConcatOp, FlattenOp, ReshapeOp, SplitOp, TransposeOp
 from passes.fuse_epilogues import fused_location
 from passes.lower_graph_to_kernel import PHASE_ATTRS
 from teeny_ir.core import pointwise, pointwise_program
 from teeny_ir.core.diagnostics import DiagnosticEngine, engine_of
 from teeny_ir.kernels.elementwise.contract import RANK
+from teeny_ir.kernels.fused_reduce.lowering import unfusable
 
 SHAPE_OPS = (ReshapeOp, FlattenOp, TransposeOp)
 """Ops that change a shape: a chain is cut there (with a remark)."""
@@ -74,6 +89,22 @@ def candidate(op: Operation) -> bool:
         return False
     values = (*op.operands, *op.results)
     return all(isinstance(v.type, TensorType) and len(v.type.get_shape()) <= RANK for v in values)
+
+
+REDUCTIONS: dict[type[Operation], str] = {ReduceSumOp: "sum", ReduceMeanOp: "mean"}
+"""The reductions a group may end in, and the fused op's ``reduce`` for each."""
+
+
+def reduction(op: Operation) -> bool:
+    """A `graph.reduce_sum` or `graph.reduce_mean`: the root of a group that ends
+    in a reduction, when its operand comes from a candidate."""
+    return type(op) in REDUCTIONS
+
+
+def consumer(op: Operation) -> bool:
+    """An op that computes what it reads from a producer in its own group: a
+    candidate, or a reduction."""
+    return candidate(op) or reduction(op)
 
 
 def phase(op: Operation) -> tuple[str, ...]:
@@ -139,11 +170,38 @@ class FusePointwise:
         ops = list(block.ops)
         position = {op: index for index, op in enumerate(ops)}
         for op in reversed(ops):
-            if op in done or op.parent_block() is not block or not candidate(op):
+            if op in done or op.parent_block() is not block:
+                continue
+            if reduction(op):
+                found = self._grow_reduction(op, position)
+                if found is not None:
+                    done.update(found.ops)
+                    self._rewrite(found)
+                continue
+            if not candidate(op):
                 continue
             group = self._grow(op, position)
             done.update(group.ops)
             self._rewrite(group)
+
+    def _grow_reduction(self, root: Operation, position: dict[Operation, int]) -> _Group | None:
+        """The group of a reduction and the chain computing its operand, or None
+        (no chain, or one the ``fused_reduce`` family cannot take: a remark says
+        why, and the chain is then fused without the reduction)."""
+        producer = _producer(root.operands[0])
+        if producer is None or not candidate(producer) or phase(producer) != phase(root):
+            return None
+        group = self._grow(root, position)
+        if len(group.ops) == 1:
+            return None
+        shapes = [tuple(_tensor(v).get_shape()) for v in group.inputs()]
+        operand = tuple(_tensor(root.operands[0]).get_shape())
+        assert isinstance(root, ReductionOp)
+        reason = unfusable(shapes, operand, tuple(root.axes))
+        if reason is not None:
+            self._cut(f"{root.name} is not fused into the chain: {reason}", root)
+            return None
+        return group
 
     def _grow(self, root: Operation, position: dict[Operation, int]) -> _Group:
         group = _Group(root, position, [root])
@@ -165,11 +223,12 @@ class FusePointwise:
                 if not candidate(producer) or phase(producer) != phase(root):
                     continue
                 users = {use.operation for use in producer.results[0].uses}
-                if not (users <= set(group.ops) or all(candidate(u) for u in users)):
+                if not (users <= set(group.ops) or all(consumer(u) for u in users)):
                     others = [
                         name
                         for name in _user_names(producer.results[0])
                         if pointwise.lookup(name) is None
+                        and name not in ("graph.reduce_sum", "graph.reduce_mean")
                     ]
                     reason = (
                         "its value is a result of the function"
@@ -185,7 +244,7 @@ class FusePointwise:
                         producer,
                     )
                     continue
-                if len(group.ops) >= pointwise_program.MAX_STEPS:
+                if len(group.ops) - reduction(root) >= pointwise_program.MAX_STEPS:
                     self._cut(f"the group has {pointwise_program.MAX_STEPS} steps", producer)
                     continue
                 group.ops.append(producer)
@@ -200,7 +259,9 @@ class FusePointwise:
         inputs = group.inputs()
         steps: list[pointwise_program.Step] = []
         index_of: dict[Operation, int] = {}
-        for op in ordered:
+        # A reduction root is last; every other op is an ancestor of its operand,
+        # so the program's last step is the value it reduces.
+        for op in ordered[:-1] if reduction(root) else ordered:
             entry = pointwise.lookup(op.name)
             assert entry is not None
             refs = []
@@ -217,7 +278,10 @@ class FusePointwise:
         program = pointwise_program.Program.of(steps, len(inputs))
         result_type = root.results[0].type
         assert isinstance(result_type, TensorType)
-        fused = FusedPointwiseOp(inputs, program, result_type)
+        trailing = None
+        if isinstance(root, ReductionOp):
+            trailing = Reduction(REDUCTIONS[type(root)], tuple(root.axes), root.keepdims)
+        fused = FusedPointwiseOp(inputs, program, result_type, trailing)
         fused.location = fused_location(ordered)
         for key in phase(root):
             fused.attributes[key] = root.attributes[key]
@@ -227,6 +291,11 @@ class FusePointwise:
         for op in reversed(ordered[:-1]):  # the root is last: it has been replaced
             if not op.results[0].uses:
                 Rewriter.erase_op(op)
+
+
+def _tensor(value: SSAValue) -> TensorType:
+    assert isinstance(value.type, TensorType)
+    return value.type
 
 
 def _enables_view(op: Operation) -> bool:
@@ -243,9 +312,13 @@ class FusePointwisePass(ModulePass):
     Expects graph ops (after fuse-epilogues). Every maximal chain (a DAG) of
     pointwise-table ops, cheap producers recomputed where all their users are
     pointwise, becomes one op at the root's place, located at the fusion of
-    the absorbed ops' locations. Refuses nothing: where a chain is cut (a user
-    that is not pointwise, a shape change, the family's limits) a remark
-    ``pointwise chain cut: <reason>`` says why, at the op where it stops.
+    the absorbed ops' locations. A ``graph.reduce_sum`` or ``graph.reduce_mean``
+    of a chain's value joins it as a trailing reduction (``reduce sum|mean``:
+    one ``fused_reduce`` launch, the value never stored) where that family
+    can read every input. Refuses nothing: where a chain is cut (a user that
+    is not pointwise, a shape change, the family's limits, a reduction the
+    family cannot take) a remark ``pointwise chain cut: <reason>`` says why,
+    at the op where it stops.
     """
 
     name = "fuse-pointwise"

@@ -257,6 +257,7 @@ def test_a_module_of_every_op_verifies_and_round_trips() -> None:
     y = b.relu(b.sigmoid(b.tanh(b.gelu(b.hardtanh(b.leaky_relu(y, 0.2), -0.5, 2.0), "tanh"))))
     y = b.div(b.sub(y, b.constant([0.5])), b.constant([2.0], [4, 1, 1]))
     y = b.fused_pointwise([y, b.constant([3.0])], "mul %0 %1; tanh $0")
+    y = b.add(y, b.fused_pointwise([y], "abs %0", "mean", [2, 3], keepdims=True))
     y = b.pow(b.maximum(b.minimum(b.elu(b.celu(y, 2.0), 0.5), y), y), b.constant([2.0]))
     y = b.upsample_nearest2d(b.avg_pool2d(y, [2, 2], count_include_pad=False), [2, 2])
     y = b.max_pool2d(y, [3, 3], strides=[1, 1], padding=[1, 1, 1, 1], ceil_mode=True)
@@ -341,6 +342,10 @@ def test_a_shape_error_names_the_op_and_scope_at_the_calling_line() -> None:
         (
             lambda b, x: b.fused_pointwise([x, b.param("p", [2, 1, 1])], "add %0 %1"),
             "'graph.fused_pointwise' op step 0 (add): cannot broadcast shapes",
+        ),
+        (
+            lambda b, x: b.fused_pointwise([x], "exp %0", "sum", [4]),
+            "'graph.fused_pointwise' op axis 4 is out of range [-4, 4) for rank 4",
         ),
     ],
 )

@@ -77,3 +77,15 @@ func.func @wrong_result(%a: tensor<5xf32>, %b: tensor<3x1xf32>) -> tensor<5xf32>
   %y = graph.fused_pointwise %a, %b program "add %0 %1" : (tensor<5xf32>, tensor<3x1xf32>) -> tensor<5xf32>
   func.return %y : tensor<5xf32>
 }
+
+// -----
+
+// A trailing reduction is absorbed only where the fused_reduce family can read
+// every input: a per-channel [3, 1, 1] vector broadcasts inside an image.
+
+func.func @reduce_broadcast(%x: tensor<?x3x5x7xf32>, %w: tensor<3x1x1xf32>) -> tensor<?x3xf32> {
+  %h = graph.mul %x, %w : (tensor<?x3x5x7xf32>, tensor<3x1x1xf32>) -> tensor<?x3x5x7xf32>
+  // expected-remark@+1 {{pointwise chain cut: graph.reduce_sum is not fused into the chain: input 1 of shape [3, 1, 1] broadcasts inside an image of the reduced operand [?, 3, 5, 7]}}
+  %s = graph.reduce_sum %h axes [2, 3] : (tensor<?x3x5x7xf32>) -> tensor<?x3xf32>
+  func.return %s : tensor<?x3xf32>
+}

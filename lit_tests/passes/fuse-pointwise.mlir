@@ -77,3 +77,21 @@ func.func @options(%x: tensor<3x5xf32>) -> tensor<3x5xf32> {
   %y = graph.hardtanh %l min_val -1.0 max_val 2.0 : tensor<3x5xf32>
   func.return %y : tensor<3x5xf32>
 }
+
+// -----
+
+// A trailing sum or mean is absorbed: the squared difference is computed where
+// it is reduced and never reaches memory (one fused_reduce launch each, the
+// chain recomputed for both reductions).
+
+// CHECK-LABEL: func.func @losses
+// CHECK-NEXT:    %s = graph.fused_pointwise %a, %b program "sub %0 %1; mul $0 $0" reduce sum axes [2, 3] : (tensor<?x3x5x7xf32>, tensor<?x3x5x7xf32>) -> tensor<?x3xf32>
+// CHECK-NEXT:    %m = graph.fused_pointwise %a, %b program "sub %0 %1; mul $0 $0" reduce mean axes [0, 1, 2, 3] keepdims : (tensor<?x3x5x7xf32>, tensor<?x3x5x7xf32>) -> tensor<1x1x1x1xf32>
+// CHECK-NEXT:    func.return %s, %m
+func.func @losses(%a: tensor<?x3x5x7xf32>, %b: tensor<?x3x5x7xf32>) -> (tensor<?x3xf32>, tensor<1x1x1x1xf32>) {
+  %d = graph.sub %a, %b : (tensor<?x3x5x7xf32>, tensor<?x3x5x7xf32>) -> tensor<?x3x5x7xf32>
+  %e = graph.mul %d, %d : (tensor<?x3x5x7xf32>, tensor<?x3x5x7xf32>) -> tensor<?x3x5x7xf32>
+  %s = graph.reduce_sum %e axes [2, 3] : (tensor<?x3x5x7xf32>) -> tensor<?x3xf32>
+  %m = graph.reduce_mean %e axes [0, 1, 2, 3] keepdims : (tensor<?x3x5x7xf32>) -> tensor<1x1x1x1xf32>
+  func.return %s, %m : tensor<?x3xf32>, tensor<1x1x1x1xf32>
+}

@@ -71,13 +71,14 @@ not_differentiable(
 def _fused_pointwise(
     ctx: VjpContext, op: FusedPointwiseOp, grads: Sequence[SSAValue | None]
 ) -> list[SSAValue | None]:
-    """fuse-pointwise is an inference pass (``teeny-training`` does not run it),
-    so a fused chain reaching insert-backward is differentiated as its ops, never
-    as one: a located error saying so (it names the ops the program holds)."""
+    """fuse-pointwise runs once the backward is built (``teeny-training`` runs it
+    after apply-optimizer), so a fused chain reaching insert-backward is
+    differentiated as its ops, never as one: a located error saying so (it names
+    the ops the program holds, and a trailing reduction too)."""
     if all(g is None for g in grads):
         return [None] * len(op.operands)
     raise VjpError(
         "a fused pointwise chain is differentiated as its unfused ops ("
-        + ", ".join(op.program.ops())
+        + ", ".join([*op.program.ops(), *([f"reduce_{r.kind}"] if (r := op.reduction) else [])])
         + "): run fuse-pointwise after insert-backward, or not at all in training"
     )

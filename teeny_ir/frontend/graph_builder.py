@@ -76,7 +76,7 @@ from dialects.graph.elementwise import (
     SubOp,
     TanhOp,
 )
-from dialects.graph.fused_pointwise import FusedPointwiseOp
+from dialects.graph.fused_pointwise import FusedPointwiseOp, Reduction
 from dialects.graph.linear import LinearOp, MatmulOp
 from dialects.graph.norm import BatchNormOp
 from dialects.graph.param import ParamOp
@@ -493,10 +493,21 @@ class GraphBuilder:
         op = self._add_verified(AttentionOp, q, k, v, scale, transposed)
         return op.output, op.lse
 
-    def fused_pointwise(self, inputs: Sequence[Value], program: str) -> Value:
+    def fused_pointwise(
+        self,
+        inputs: Sequence[Value],
+        program: str,
+        reduce: str | None = None,
+        axes: Sequence[int] = (),
+        keepdims: bool = False,
+    ) -> Value:
         """`graph.fused_pointwise`: the pointwise ``program`` (its text, as
-        `teeny_ir.core.pointwise_program.parse` reads it) over ``inputs``."""
-        return self._add_verified(FusedPointwiseOp.from_text, list(inputs), program).result
+        `teeny_ir.core.pointwise_program.parse` reads it) over ``inputs``; with
+        ``reduce`` (``"sum"`` or ``"mean"``) its value reduced over ``axes``."""
+        reduction = None if reduce is None else Reduction(reduce, tuple(axes), keepdims)
+        return self._add_verified(
+            FusedPointwiseOp.from_text, list(inputs), program, reduction
+        ).result
 
     def all_reduce(self, input: Value, reduction: str, world: int) -> Value:
         """`graph.all_reduce` of a static ``input`` over ``world`` ranks

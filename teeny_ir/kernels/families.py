@@ -16,6 +16,7 @@ from teeny_ir.kernels.contract import KernelFamily
 FAMILY_PACKAGES = (
     "elementwise",
     "fused_elementwise",
+    "fused_reduce",
     "conv1x1_gemm",
     "implicit_gemm_conv",
     "depthwise_conv",

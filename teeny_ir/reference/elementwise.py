@@ -40,4 +40,13 @@ def _activation_grad_op(op: ActivationGradOp, args: list[Array], weights: Weight
 
 @semantics(FusedPointwiseOp)
 def _fused_pointwise_op(op: FusedPointwiseOp, args: list[Array], weights: Weights) -> list[Array]:
-    return [op.program.evaluate(np, args)]
+    value = op.program.evaluate(np, args)
+    reduction = op.reduction
+    if reduction is None:
+        return [value]
+    reduce = np.sum if reduction.kind == "sum" else np.mean
+    with np.errstate(invalid="ignore"):  # +inf + -inf is NaN, as the kernels give it
+        total = reduce(
+            np.asarray(value, np.float64), axis=reduction.axes, keepdims=reduction.keepdims
+        )
+    return [total]

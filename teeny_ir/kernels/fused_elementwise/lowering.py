@@ -1,5 +1,5 @@
 """Lowering rule of the ``fused_elementwise`` family: a `graph.fused_pointwise`
-as one launch over its (left-padded rank-6) output, each input read through
+without a trailing reduction (``fused_reduce`` takes those) as one launch over its (left-padded rank-6) output, each input read through
 broadcasting strides and its batch stride, so a split's part may be read and a
 concat's operand written in place (`teeny_ir.kernels.views`)."""
 
@@ -25,7 +25,11 @@ NUM_WARPS, NUM_STAGES = 4, 1
 """A pointwise kernel has no loop to pipeline."""
 
 
-@lowers(FusedPointwiseOp)
+def _no_reduction(op: FusedPointwiseOp) -> bool:
+    return op.reduction is None
+
+
+@lowers(FusedPointwiseOp, when=_no_reduction)
 def lower_fused_pointwise(ctx: LoweringContext, op: FusedPointwiseOp) -> LaunchOp:
     """One launch; unused input pointers are bound to ``in0`` with its dims."""
     program = op.program
