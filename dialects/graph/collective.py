@@ -9,29 +9,18 @@ program), which is what pairs them up at run time.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar
-
-from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, TensorType, i64
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def, traits_def
-from xdsl.parser import Parser
+from xdsl.irdl import irdl_op_definition, traits_def
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.graph.shapes import check_result, check_tensor, format_shape
-from teeny_ir.ir.format import OptionParser, OptionsFormatOp, keyword_option, parse_i64, value_type
+from teeny_ir.ir.collective import REDUCTIONS, CollectiveOp
 
-REDUCTIONS = ("mean", "sum")
-"""The reductions of `graph.all_reduce`: the mean or the sum over the ranks."""
-
-
-def _world_option(parser: Parser) -> Attribute:
-    return IntegerAttr(parse_i64(parser), i64)
+__all__ = ["REDUCTIONS", "AllReduceOp"]
 
 
 @irdl_op_definition
-class AllReduceOp(OptionsFormatOp):
+class AllReduceOp(CollectiveOp):
     """``input`` reduced elementwise over the ``world`` ranks of the process
     group, every rank receiving the result, as
     ``torch.distributed.all_reduce`` (``sum``; ``mean`` is the sum divided by
@@ -57,48 +46,10 @@ class AllReduceOp(OptionsFormatOp):
 
     name = "graph.all_reduce"
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    reduction_attr = prop_def(StringAttr, prop_name="reduction")
-    world_attr = prop_def(IntegerAttr[I64], prop_name="world")
-
     traits = traits_def(Pure())
 
-    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
-        "reduction": keyword_option("reduction", REDUCTIONS),
-        "world": _world_option,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("reduction", "world")
-
-    def __init__(self, input: SSAValue | Operation, reduction: str, world: int):
-        """All-reduce ``input`` (``reduction`` "mean" or "sum") over ``world``
-        ranks; the result type is ``input``'s."""
-        super().__init__(
-            operands=[input],
-            result_types=[value_type(input)],
-            properties={
-                "reduction": StringAttr(reduction),
-                "world": IntegerAttr(world, i64),
-            },
-        )
-
-    @property
-    def reduction(self) -> str:
-        """``mean`` or ``sum``."""
-        return self.reduction_attr.data
-
-    @property
-    def world(self) -> int:
-        """The number of ranks the graph was built for."""
-        return self.world_attr.value.data
-
     def verify_(self) -> None:
-        if self.reduction not in REDUCTIONS:
-            raise VerifyException(
-                f"expected reduction to be one of {', '.join(REDUCTIONS)}, got '{self.reduction}'"
-            )
-        if self.world < 1:
-            raise VerifyException(f"expected world (the number of ranks) >= 1, got {self.world}")
+        self.verify_properties()
         shape = check_tensor(self.input.type, "input")
         try:
             check_tensor(self.input.type, "input", dynamic_batch=False)

@@ -9,29 +9,20 @@ group it is given (torch.distributed): no Triton kernel, no grid.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import ClassVar, cast
+from typing import cast
 
-from xdsl.dialects.builtin import I64, IntegerAttr, StringAttr, TensorType, i64
-from xdsl.ir import Attribute, Operation, SSAValue
-from xdsl.irdl import irdl_op_definition, operand_def, prop_def, result_def
-from xdsl.parser import Parser
+from xdsl.dialects.builtin import TensorType
+from xdsl.irdl import irdl_op_definition
 from xdsl.utils.exceptions import VerifyException
 
 from dialects.kernel.attributes import is_batch_tensor
-from teeny_ir.ir.format import OptionParser, OptionsFormatOp, keyword_option, parse_i64, value_type
+from teeny_ir.ir.collective import REDUCTIONS, CollectiveOp
 
-REDUCTIONS = ("mean", "sum")
-"""The reductions of ``kernel.all_reduce``, as ``graph.all_reduce``'s (the
-kernel dialect loads no graph module)."""
-
-
-def _world_option(parser: Parser) -> Attribute:
-    return IntegerAttr(parse_i64(parser), i64)
+__all__ = ["REDUCTIONS", "AllReduceOp"]
 
 
 @irdl_op_definition
-class AllReduceOp(OptionsFormatOp):
+class AllReduceOp(CollectiveOp):
     """``input`` reduced elementwise over the ``world`` ranks of the process
     group (``sum``, or ``mean``: the sum divided by ``world``), every rank
     receiving the result: the kernel-level form of ``graph.all_reduce``::
@@ -49,46 +40,8 @@ class AllReduceOp(OptionsFormatOp):
 
     name = "kernel.all_reduce"
 
-    input = operand_def(TensorType)
-    result = result_def(TensorType)
-    reduction_attr = prop_def(StringAttr, prop_name="reduction")
-    world_attr = prop_def(IntegerAttr[I64], prop_name="world")
-
-    OPTIONS: ClassVar[Mapping[str, OptionParser]] = {
-        "reduction": keyword_option("reduction", REDUCTIONS),
-        "world": _world_option,
-    }
-    REQUIRED: ClassVar[tuple[str, ...]] = ("reduction", "world")
-
-    def __init__(self, input: SSAValue | Operation, reduction: str, world: int):
-        """All-reduce ``input`` (``reduction`` "mean" or "sum") over ``world``
-        ranks; the result type is ``input``'s."""
-        super().__init__(
-            operands=[input],
-            result_types=[value_type(input)],
-            properties={
-                "reduction": StringAttr(reduction),
-                "world": IntegerAttr(world, i64),
-            },
-        )
-
-    @property
-    def reduction(self) -> str:
-        """``mean`` or ``sum``."""
-        return self.reduction_attr.data
-
-    @property
-    def world(self) -> int:
-        """The number of ranks the plan is built for."""
-        return self.world_attr.value.data
-
     def verify_(self) -> None:
-        if self.reduction not in REDUCTIONS:
-            raise VerifyException(
-                f"expected reduction to be one of {', '.join(REDUCTIONS)}, got '{self.reduction}'"
-            )
-        if self.world < 1:
-            raise VerifyException(f"expected world (the number of ranks) >= 1, got {self.world}")
+        self.verify_properties()
         for what, type_ in (("the operand", self.input.type), ("the result", self.result.type)):
             if not is_batch_tensor(type_, static=True):
                 raise VerifyException(
