@@ -18,9 +18,35 @@ the contract validator; ``load_plan`` runs jsonschema and the validator), so
 the shares do not add up to 100%.
 
 Measured on the shared 2-core machine (other sessions' tests running; the
-load average from ``uptime``), YOLOv8n 64x64, 17 variants x 2 archs = 34
-cubins, Triton 3.9.0, bytecode kept. "before" is the tree before issue 26's
-compile-time work, "after" with it, run back to back (load ~3):
+load average from ``uptime``), YOLOv8n 64x64, Triton 3.9.0, bytecode kept.
+
+Cold compile, ``--runs 2``: "before" has 17 variants x 2 archs = 34 cubins;
+"after" makes the convolution families' ``HAS_RESIDUAL`` a runtime i32
+argument instead of a constexpr (a tile with and without the fused residual
+add is one variant: 4 implicit_gemm_conv variants go) and gives the 3-channel
+stem (K = 27) one K step of BLOCK_K = 32 instead of two of 16 (it then shares
+its variant with a K >= 128 layer: one more goes), 12 variants x 2 = 24
+cubins. Four interleaved before/after pairs at load 0.8-1.4 (the brief's own
+before, at load 0.4: 18.44 s, 34.5 CPU-s, warm 0.80 s):
+
+    ===============================  ======================  ======================
+    cold compile, jobs=2             before (34 cubins)      after (24 cubins)
+    ===============================  ======================  ======================
+    wall                             16.5-20.7 s (med 18.4)  13.1-14.6 s (med 14.3)
+    CPU, with workers                30.6-38.8 s (med 34.3)  23.8-26.8 s (med 26.0)
+    warm wall (best of 2)            0.84-0.90 s             0.81-0.93 s
+    triton.compile, one process      33.3-37.8 s (3 runs)    23.8-27.7 s (3 runs)
+    ===============================  ======================  ======================
+
+(the last row: `aot.compile_variant` of every cubin of the emitted plan, one
+after the other in one process). The 8 residual cubins and the stem's BLOCK_K
+= 16 pair are ~14 s of the sequential before; a remaining convolution cubin
+grows by 0-0.5 s with the runtime branch (an implicit_gemm_conv one costs
+about what its constexpr residual twin did), ~3 s in all, well under what the
+10 cubins fewer save.
+
+Warm compile, cProfile: "before" is the tree before issue 26's compile-time
+work, "after" with it, run back to back (load ~3; 17 variants):
 
     ===================================  ========  ========
     warm compile, cProfile, cumulative   before    after
@@ -63,9 +89,10 @@ Cold compile, jobs=1, cProfile (before; the work of AOT did not change):
     ==================================  =====================================
 
 Everything in that table is Triton's and ptxas's own work on distinct
-variants (no two of YOLOv8n's 17 share constexprs), and the emitted bytes
-must stay identical, so the cold compile is bounded below by that CPU time
-over the cores: ~39 CPU-s in all, ~20 s on 2 quiet cores. What teeny_ir adds -
+variants (no two of YOLOv8n's 17, now 12, share constexprs), and the emitted
+bytes must stay identical, so the cold compile is bounded below by that CPU
+time over the cores: ~39 CPU-s in all, ~20 s on 2 quiet cores, before the
+residual flag became a runtime argument (~26 CPU-s and ~14 s after). What teeny_ir adds -
 the front end (the warm compile, above), worker start-up (~0.5 s a worker,
 in parallel) and the pool's order (now largest tiles first; YOLOv8n's own
 order already left almost no tail) - is a few percent of it.

@@ -45,7 +45,8 @@ def _activation(name: str) -> Callable[[Any], Any] | None:
 
 def shapes(family: str, dims: Mapping[str, int], constexprs: Mapping[str, Any]) -> dict[str, Shape]:
     """Tensor argument -> (shape, batch-stride dim) for a launch of ``family``
-    (only the arguments the launch reads or writes: no ``r`` without a residual)."""
+    (only the arguments the launch reads or writes: no ``r`` where the dim
+    ``HAS_RESIDUAL`` is 0; the constexprs name no tensor of these families)."""
     d = dims
     if family == "implicit_gemm_conv":
         b, ci, co, oh, ow = d["B"], d["C_IN"], d["C_OUT"], d["OH"], d["OW"]
@@ -56,7 +57,7 @@ def shapes(family: str, dims: Mapping[str, int], constexprs: Mapping[str, Any]) 
             "shift": ([co], None),
             "y": ([b, co, oh, ow], "y_batch_stride"),
         }
-        if constexprs.get("HAS_RESIDUAL"):
+        if d.get("HAS_RESIDUAL"):
             found["r"] = ([b, co, oh, ow], "r_batch_stride")
         return found
     if family == "conv1x1_gemm":
@@ -68,7 +69,7 @@ def shapes(family: str, dims: Mapping[str, int], constexprs: Mapping[str, Any]) 
             "shift": ([co], None),
             "y": ([b, co, m], "y_batch_stride"),
         }
-        if constexprs.get("HAS_RESIDUAL"):
+        if d.get("HAS_RESIDUAL"):
             found["r"] = ([b, co, m], "r_batch_stride")
         return found
     if family in ("pool2d", "upsample_nearest2d"):
@@ -99,7 +100,7 @@ def equivalent(
         if act is None:
             return None
         x, w, scale, shift = t["x"], t["w"], t["scale"], t["shift"]
-        residual = t.get("r") if constexprs.get("HAS_RESIDUAL") else None
+        residual = t.get("r") if dims.get("HAS_RESIDUAL") else None
         if family == "conv1x1_gemm":
             b, ci, m = x.shape
             x = x.reshape(b, ci, m, 1)

@@ -17,7 +17,10 @@ import pytest
 
 from teeny_ir.backend import aot
 from teeny_ir.backend.triton_settings import COMPILE_PINS
+from teeny_ir.kernels.conv1x1_gemm import tiles as conv1x1_tiles
+from teeny_ir.kernels.depthwise_conv import tiles as depthwise_tiles
 from teeny_ir.kernels.families import FAMILIES
+from teeny_ir.kernels.implicit_gemm_conv import tiles as implicit_tiles
 from teeny_ir.kernels.render import render as render_variant
 
 # The two original families; every other family tests its own AOT in its test file.
@@ -29,7 +32,6 @@ CONSTEXPRS = {
         "BLOCK_K": 16,
         "GROUP_M": 8,
         "ACTIVATION": "silu",
-        "HAS_RESIDUAL": 0,
     },
 }
 STAGES = {"elementwise": 1, "conv1x1_gemm": 2}
@@ -110,6 +112,51 @@ def test_gemm_uses_tensor_cores(variants: dict[tuple[str, int], aot.CompiledVari
     assert variants["conv1x1_gemm", 90].shared > 0
 
 
+RESIDUAL_FAMILIES: dict[str, tuple[dict[str, int | str], tuple[int, int]]] = {
+    "conv1x1_gemm": (CONSTEXPRS["conv1x1_gemm"], conv1x1_tiles.launch_config(64, 64)),
+    "implicit_gemm_conv": (
+        {"BLOCK_M": 128, "BLOCK_N": 16, "BLOCK_K": 32, "ACTIVATION": "silu"},
+        implicit_tiles.launch_config(128, 16),
+    ),
+    "depthwise_conv": (
+        {"BLOCK_P": 64, "BLOCK_C": 16, "BLOCK_T": 1, "ACTIVATION": "silu"},
+        depthwise_tiles.launch_config(64, 16, 1),
+    ),
+}
+"""The families with the shared epilogue's residual flag, each at YOLOv8n's tiles."""
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", list(RESIDUAL_FAMILIES))
+def test_one_variant_serves_launches_with_and_without_a_residual(
+    family: str, arch: int, tmp_path: Path
+) -> None:
+    """``HAS_RESIDUAL`` is the last non-constexpr argument, a runtime i32: the
+    constexprs (what names a variant) have no residual flag, and the one cubin
+    reads the flag and, under its branch, ``r`` and ``r_batch_stride``."""
+    constexprs, (num_warps, num_stages) = RESIDUAL_FAMILIES[family]
+    abi = FAMILIES[family].args
+    assert [a.name for a in abi if a.kind == "dim"][-1] == "HAS_RESIDUAL"
+    assert abi[-1].name == "HAS_RESIDUAL" and abi[-1].dtype == "i32"
+    assert "HAS_RESIDUAL" not in {c.name for c in FAMILIES[family].constexprs}
+    variant = aot.compile_variant(
+        render(family, tmp_path, constexprs),
+        f"{family}_0",
+        FAMILIES[family],
+        constexprs,
+        arch=arch,
+        num_warps=num_warps,
+        num_stages=num_stages,
+    )
+    assert f".target sm_{arch}" in variant.ptx and variant.cubin[:4] == b"\x7fELF"
+    aot.check_shared(variant)
+    params = entry_parameters(variant.ptx, variant.name)
+    assert len(params) == len(abi) + 2
+    loaded = {int(i) for i in re.findall(rf"\[{variant.name}_param_(\d+)\]", variant.ptx)}
+    names = {abi[i].name for i in loaded if i < len(abi)}
+    assert {"HAS_RESIDUAL", "r", "r_batch_stride", "x", "y"} <= names
+
+
 def test_shared_memory_over_the_limit_is_an_error(
     variants: dict[tuple[str, int], aot.CompiledVariant],
 ) -> None:
@@ -130,7 +177,6 @@ def test_large_tiles_exceed_the_sm86_limit(tmp_path: Path) -> None:
         "BLOCK_K": 64,
         "GROUP_M": 8,
         "ACTIVATION": "none",
-        "HAS_RESIDUAL": 0,
     }
     variant = aot.compile_variant(
         render("conv1x1_gemm", tmp_path, constexprs),

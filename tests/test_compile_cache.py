@@ -508,7 +508,6 @@ CONV1X1_TILES: dict[str, int | str] = {
     "BLOCK_K": 16,
     "GROUP_M": 8,
     "ACTIVATION": "silu",
-    "HAS_RESIDUAL": 0,
 }
 
 

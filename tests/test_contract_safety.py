@@ -158,8 +158,9 @@ KERNEL_IR_MUTATIONS: list[tuple[str, str, Callable[[str], str] | None, str]] = [
     (
         "residual read without a residual",
         "conv1x1_gemm",
-        _constexpr("HAS_RESIDUAL", "1"),
-        "argument 'r' may touch",
+        _binding("HAS_RESIDUAL", "1"),
+        "argument 'r' may touch 54 elements at B = 1 "
+        "(HAS_RESIDUAL * ((B - 1) * r_batch_stride + C_OUT * M)), but 'in0' holds 45",
     ),
     ("weight slot too small", "conv1x1_gemm", _param_shape, "may touch"),
     ("block of 2**21", "elementwise", _constexpr("BLOCK", str(2**21)), "above Triton's limit"),
@@ -267,6 +268,12 @@ PLAN_TAMPERING: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
         _set_arg("conv1x1_gemm", 12, {"expr": "B * 2331"}),
         "argument 'y_batch_stride' = 'B * 2331' is 4662 at B = 2, but 't0' (bound to 'y') has "
         "batch stride 2331",
+    ),
+    (
+        "residual flag of 2",
+        _set_arg("conv1x1_gemm", 13, {"expr": "2"}),
+        "argument 'r' may touch 4662 elements at B = 1 "
+        "(HAS_RESIDUAL * ((B - 1) * r_batch_stride + C_OUT * M)), but 'in0' holds 2331",
     ),
 ]
 

@@ -185,13 +185,35 @@ def test_implicit_gemm_block_n_is_n_rounded_up_and_clamped(n: int, block_n: int)
         (1, 1, 64, 16),
         (127, 127, 64, 16),
         (128, 128, 128, 32),
-        (129, 27, 128, 16),
+        (129, 27, 128, 32),
         (4096, 4608, 128, 32),
     ],
 )
 def test_implicit_gemm_block_m_k_thresholds(m: int, k: int, block_m: int, block_k: int) -> None:
     block = pick_implicit_gemm_tile_sizes(m, 16, k)
     assert (block[0], block[2]) == (block_m, block_k)
+
+
+@pytest.mark.parametrize(
+    ("k", "block_k"),
+    [
+        (1, 16),
+        (16, 16),
+        (17, 32),
+        (27, 32),  # the 3-channel 3x3 stem: one K step of 32, not two of 16
+        (32, 32),
+        (33, 16),
+        (127, 16),
+        (128, 32),
+        (4608, 32),
+    ],
+)
+def test_implicit_gemm_block_k_is_one_step_up_to_32_then_32_from_128(k: int, block_k: int) -> None:
+    """BLOCK_K is 32 where ``16 < k <= 32`` (one K step, padded to 32 as two
+    steps of 16 would be) or ``k >= 128``, else 16."""
+    assert pick_implicit_gemm_tile_sizes(64, 16, k)[2] == block_k
+    steps = -(-k // block_k)
+    assert steps * block_k <= -(-k // 16) * 16 or k >= 128
 
 
 @pytest.mark.parametrize(("m", "n", "k"), [(0, 8, 8), (8, 0, 8), (8, 8, 0), (-1, 8, 8)])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,6 +153,7 @@ def make_case(
         "x_batch_stride": conv.batch_stride("x"),
         "r_batch_stride": conv.batch_stride("r" if conv.residual else "x"),
         "y_batch_stride": conv.batch_stride("y"),
+        "HAS_RESIDUAL": int(conv.residual),
     }
     assert list(args) == [a.name for a in FAMILY.args]
     block_p, block_c, block_t = tiles
@@ -192,7 +194,6 @@ def make_case(
             "BLOCK_C": block_c,
             "BLOCK_T": block_t,
             "ACTIVATION": activation,
-            "HAS_RESIDUAL": int(conv.residual),
         },
         args=list(args.items()),
         grid=tuple(n + e for n, e in zip(needed, extra, strict=True)),
@@ -358,23 +359,21 @@ def test_the_validator_refuses_wrong_bindings() -> None:
 
 def test_the_residual_footprint_counts_only_with_has_residual() -> None:
     """Without a residual, ``r`` is bound to the input and never read (footprint
-    0); bound to that same input with ``HAS_RESIDUAL``, a padded convolution's
-    larger output does not fit in it, and the launch is refused."""
+    0); bound to that same input with the ``HAS_RESIDUAL`` dim set, a padded
+    convolution's larger output does not fit in it, and the launch is refused."""
     conv = Conv(2, 3, (4, 4), (3, 3), padding=(2, 2, 2, 2))  # 4x4 -> 6x6
     case = make_case(conv, "none", (16, 2, 1), np.random.default_rng(2))
     contract = case.contract()
+    assert ("HAS_RESIDUAL", "0") in contract.args
     validator.validate(contract, batches=(2,))
-    constexprs = tuple((k, 1 if k == "HAS_RESIDUAL" else v) for k, v in contract.constexprs)
     with pytest.raises(validator.ContractError, match="argument 'r' may touch 156 elements"):
-        validator.validate(dataclasses.replace(contract, constexprs=constexprs), batches=(2,))
+        validator.validate(case.contract(HAS_RESIDUAL="1"), batches=(2,))
 
 
 # ---------------------------------------------------------------- AOT
 
 AOT_TILES = [(64, 1, 1), (64, 16, 1), (128, 32, 1), (128, 64, 1), (64, 8, 16)]
 """The gpu rule's smallest and largest tiles, and 8-warp and several-taps ones."""
-AOT_RESIDUAL = {(64, 1, 1): 1, (128, 32, 1): 1, (128, 64, 1): 1}
-"""The variants compiled with HAS_RESIDUAL (the others without)."""
 
 
 @pytest.mark.parametrize("arch", [80, 90])
@@ -388,7 +387,6 @@ def test_compiles_ahead_of_time(
         "BLOCK_C": block_c,
         "BLOCK_T": block_t,
         "ACTIVATION": "silu",
-        "HAS_RESIDUAL": AOT_RESIDUAL.get(tiles, 0),
     }
     path = tmp_path / "depthwise_conv_0.py"
     path.write_text(render(FAMILY, path.stem, constexprs))
@@ -398,6 +396,11 @@ def test_compiles_ahead_of_time(
     assert f".target sm_{arch}" in variant.ptx and variant.cubin[:4] == b"\x7fELF"
     assert 0 <= variant.shared <= aot.SHARED_MEMORY_LIMITS[arch]
     aot.check_shared(variant)
+    # One variant with and without a residual: it reads the runtime flag and,
+    # under its branch, r and its batch stride.
+    loaded = {int(i) for i in re.findall(rf"\[{variant.name}_param_(\d+)\]", variant.ptx)}
+    names = {FAMILY.args[i].name for i in loaded if i < len(FAMILY.args)}
+    assert {"HAS_RESIDUAL", "r", "r_batch_stride"} <= names
 
 
 def test_aot_tiles_cover_the_gpu_rule() -> None:
@@ -498,7 +501,7 @@ func.func @forward(%x: tensor<?x10x9x8xf32>, %r: tensor<?x10x5x4xf32>) -> tensor
 @pytest.mark.parametrize("profile", ["gpu", "interpreter"])
 def test_end_to_end_fused_residual(profile: str, tmp_path: Path) -> None:
     """A fused depthwise convolution with a residual operand: ``r = in1`` and
-    ``HAS_RESIDUAL = 1``, added after the activation, as the reference does."""
+    the dim ``HAS_RESIDUAL = "1"``, added after the activation, as the reference does."""
     graph = teeny_ir.parse_module(E2E_RESIDUAL, filename="residual.mlir")
     kernels = teeny_ir.parse_module(E2E_RESIDUAL, filename="residual.mlir")
     out = tmp_path / "out"
@@ -507,7 +510,7 @@ def test_end_to_end_fused_residual(profile: str, tmp_path: Path) -> None:
         f"emit-triton{{out-dir={out}}}"
     ).run(kernels)
     text = teeny_ir.print_module(kernels)
-    assert "HAS_RESIDUAL = 1" in text and "r = in1" in text, text
+    assert 'HAS_RESIDUAL = "1"' in text and "r = in1" in text, text
     rng = np.random.default_rng(5)
     weights = {
         "w": (rng.standard_normal((10, 1, 3, 3)) / 3).astype(np.float32),

@@ -45,13 +45,13 @@ func.func @forward(%x: tensor<?x8x4x5xf32>, %b: {t_b}) -> ({t_out}, {t_out}) {{
   kernel.weight "bn.bias" : tensor<16xf32>
   kernel.weight "bn.mean" : tensor<16xf32>
   kernel.weight "bn.var" : tensor<16xf32>
-  %y = kernel.launch "conv1x1_gemm" (%x) {{BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu", HAS_RESIDUAL = 0}}
+  %y = kernel.launch "conv1x1_gemm" (%x) {{BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu"}}
       params [w : tensor<16x8xf32> = #derive.param<reshape({_literal(conv)}) : [16, 8]>,
               scale : tensor<16xf32> = #derive.param<bn_scale({_literal(gamma)}, "bn.var") eps 0.001 : [16]>,
               shift : tensor<16xf32> = #derive.param<bn_shift({bn}) eps 0.001 : [16]>]
       args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0,
             B = "B", C_IN = "8", C_OUT = "16", M = "20",
-            x_batch_stride = "160", r_batch_stride = "160", y_batch_stride = "320"]
+            x_batch_stride = "160", r_batch_stride = "160", y_batch_stride = "320", HAS_RESIDUAL = "0"]
       grid ["B * cdiv(20, 16) * cdiv(16, 16)", "1", "1"] warps 4 stages 2
       : (tensor<?x8x4x5xf32>) -> {t_out}
   %z = kernel.launch "elementwise" (%y, %b) {{OP = "add", BLOCK = 1024}} {add_args}

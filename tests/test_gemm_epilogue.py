@@ -9,9 +9,11 @@ output changes a canary). A strided input is embedded as channels ``[c0, c0 +
 C)`` of a larger buffer whose other channels are NaN, so a read of a wrong
 channel shows; a strided output's gaps between images must stay NaN. No
 extent is a multiple of its tile; batches are 1 and 3. Then: each case is a
-launch the validator proves, and a wrong batch stride one it refuses; the
-residual variants compile for sm_80 and sm_90; and a split/concat graph with
-residuals runs end to end through the views.
+launch the validator proves, and a wrong batch stride (or a residual flag
+whose footprint does not fit) one it refuses; one variant per tile, its
+residual flag the runtime dim ``HAS_RESIDUAL``, compiles for sm_80 and sm_90;
+and a split/concat graph with residuals runs end to end through the views,
+launches with and without a residual sharing one compiled variant.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import teeny_ir
 from dialects.kernel import LaunchOp
 from teeny_ir import reference, runtime
 from teeny_ir.backend import aot
+from teeny_ir.backend.plan import LaunchSpec
 from teeny_ir.core import pointwise
 from teeny_ir.kernels import validator
 from teeny_ir.kernels.conv1x1_gemm import tiles as gemm_tiles
@@ -117,7 +120,7 @@ class Spec:
         values: dict[str, int | str] = {"BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_K": block_k}
         if self.family == GEMM:
             values["GROUP_M"] = gemm_tiles.GROUP_M
-        return values | {"ACTIVATION": self.activation, "HAS_RESIDUAL": int(self.residual)}
+        return values | {"ACTIVATION": self.activation}
 
     def grid(self) -> list[int]:
         block_m, block_n, _ = self.tiles
@@ -216,6 +219,7 @@ def make_case(spec: Spec, rng: np.random.Generator) -> Case:
         "x_batch_stride": x_stride,
         "r_batch_stride": r_stride,
         "y_batch_stride": y_stride,
+        "HAS_RESIDUAL": int(spec.residual),
     }
     assert list(args) == [a.name for a in FAMILIES[spec.family].args], spec.id
     if not spec.residual:  # bound to the input, as the lowering binds it
@@ -382,14 +386,37 @@ def test_the_validator_refuses_a_residual_smaller_than_the_output(family: str) -
         validator.validate(contract(short), batches=(3,))
 
 
+def test_the_residual_flag_is_a_dim_its_footprint_bounds() -> None:
+    """``HAS_RESIDUAL`` is a dim no shape implies, but ``r``'s footprint is
+    ``HAS_RESIDUAL * (...)``: 0 without a residual (r bound to the 5-channel
+    input), and a flag set on that launch reads a 19-channel residual the input
+    does not hold; a flag of 2 doubles the footprint past a residual's end."""
+    plain = _first(IGC, x_view=False, residual=False)
+    validator.validate(contract(plain), batches=(3,))
+    with pytest.raises(
+        validator.ContractError,
+        match=r"argument 'r' may touch 1827 elements at B = 3 \(HAS_RESIDUAL \* .*, "
+        r"but 'r' holds 945",
+    ):
+        validator.validate(contract(plain, HAS_RESIDUAL="1"), batches=(3,))
+    residual = _first(IGC, x_view=False, residual=True)
+    validator.validate(contract(residual), batches=(3,))
+    with pytest.raises(validator.ContractError, match="argument 'r' may touch 7182 elements"):
+        validator.validate(contract(residual, HAS_RESIDUAL="2"), batches=(3,))
+
+
 # ---------------------------------------------------------------- AOT
 
 
 def compile_variant(
-    family: str, tiles: tuple[int, int, int], residual: bool, arch: int, directory: Path
+    family: str, tiles: tuple[int, int, int], arch: int, directory: Path
 ) -> aot.CompiledVariant:
-    spec = Spec(family, 1, 8, 8, (4, 4), tiles, residual=residual)
+    """The one variant of ``tiles``: with and without a residual alike (the
+    residual flag is a runtime argument, so a spec's ``residual`` does not
+    change its constexprs)."""
+    spec = Spec(family, 1, 8, 8, (4, 4), tiles)
     constexprs = spec.constexprs()
+    assert constexprs == replace(spec, residual=True).constexprs()
     path = directory / f"{family}_0.py"
     path.write_text(render(FAMILIES[family], path.stem, constexprs))
     num_warps, num_stages = LAUNCH_CONFIGS[family](*tiles[:2])
@@ -407,28 +434,24 @@ def read_parameters(variant: aot.CompiledVariant, family: str) -> set[str]:
 
 @pytest.mark.parametrize("arch", [80, 90])
 @pytest.mark.parametrize("family", [GEMM, IGC])
-def test_residual_variants_compile_ahead_of_time(
+def test_the_variant_with_its_residual_branch_compiles_ahead_of_time(
     family: str, arch: int, tmp_path: Path, triton_cache: None
 ) -> None:
-    """At the tiles that take 8 warps (the most registers, plus the residual tile)."""
-    variant = compile_variant(family, BIG_TILES, True, arch, tmp_path)
+    """At the tiles that take 8 warps (the most registers, plus the residual
+    tile): the kernel reads the runtime flag, and r with its batch stride
+    (under the flag's branch)."""
+    variant = compile_variant(family, BIG_TILES, arch, tmp_path)
     assert variant.num_warps == 8
     assert f".target sm_{arch}" in variant.ptx and variant.cubin[:4] == b"\x7fELF"
     aot.check_shared(variant)
     assert ("wgmma" if arch == 90 else "mma.sync") in variant.ptx
-    assert {"r", "r_batch_stride", "x_batch_stride", "y_batch_stride"} <= read_parameters(
-        variant, family
-    )
-
-
-@pytest.mark.parametrize("family", [GEMM, IGC])
-def test_without_a_residual_r_is_never_read(
-    family: str, tmp_path: Path, triton_cache: None
-) -> None:
-    variant = compile_variant(family, (64, 16, 16), False, 90, tmp_path)
-    read = read_parameters(variant, family)
-    assert "r" not in read and "r_batch_stride" not in read
-    assert {"x", "y", "x_batch_stride", "y_batch_stride"} <= read
+    assert {
+        "HAS_RESIDUAL",
+        "r",
+        "r_batch_stride",
+        "x_batch_stride",
+        "y_batch_stride",
+    } <= read_parameters(variant, family)
 
 
 # ---------------------------------------------------------------- end to end
@@ -470,7 +493,8 @@ def test_residuals_and_views_end_to_end(tmp_path: Path) -> None:
         ("in1", "504"),
         ("in0", "504"),
     ]
-    assert [op.constexpr_values["HAS_RESIDUAL"] for op in launches] == [0, 1, 1, 0]
+    assert [b["HAS_RESIDUAL"] for b in bindings] == ["0", "1", "1", "0"]
+    assert all("HAS_RESIDUAL" not in op.constexpr_values for op in launches)
     # The halves are views of %s, and the results views of the concat's buffer.
     assert [(b["x_batch_stride"], b["y_batch_stride"]) for b in bindings] == [
         ("315", "504"),
@@ -486,6 +510,14 @@ def test_residuals_and_views_end_to_end(tmp_path: Path) -> None:
         "w2": (rng.standard_normal((6, 8, 1, 1)) / 3).astype(np.float32),
     }
     executable = runtime.load(out)
+    # The first GEMM (no residual) and the second (with one) are one variant.
+    launched = executable.plan.launches
+    assert [launch.kernel for launch in launched if isinstance(launch, LaunchSpec)] == [
+        "conv1x1_gemm_0",
+        "conv1x1_gemm_0",
+        "implicit_gemm_conv_0",
+        "conv1x1_gemm_1",
+    ]
     for batch in (1, 3):
         x = rng.standard_normal((batch, 5, 7, 9)).astype(np.float32)
         (got,) = executable.run([x], weights)

@@ -118,6 +118,7 @@ def make_case(
         "x_batch_stride": x[0].size,
         "r_batch_stride": x[0].size,
         "y_batch_stride": v[0].size,
+        "HAS_RESIDUAL": 0,
     }
     assert list(args) == [a.name for a in FAMILY.args]
     block_m, block_n, block_k = tiles
@@ -150,7 +151,6 @@ def make_case(
             "BLOCK_N": block_n,
             "BLOCK_K": block_k,
             "ACTIVATION": activation,
-            "HAS_RESIDUAL": 0,
         },
         args=[
             (k, value.ravel() if isinstance(value, np.ndarray) else value)
@@ -189,6 +189,10 @@ def all_cases() -> list[Case]:
                 Conv(batch, 3, 17, (15, 13), (3, 3), (2, 2), (1, 1, 1, 1)), "silu", small, rng
             )
         )
+        # The stem at the gpu rule's BLOCK_K: K = 27 in one step of 32 (a tail of 5).
+        stem = Conv(batch, 3, 17, (15, 13), (3, 3), (2, 2), (1, 1, 1, 1))
+        assert pick_implicit_gemm_tile_sizes(8 * 7, 17, 27)[2] == 32
+        cases.append(make_case(stem, "silu", (64, 32, 32), rng))
         # Asymmetric padding with a non-square kernel; dilation; groups; 1x1 stride 2.
         cases.append(
             make_case(Conv(batch, 4, 9, (8, 7), (3, 2), padding=(0, 1, 2, 3)), "relu", small, rng)
@@ -306,7 +310,6 @@ def test_compiles_ahead_of_time(
         "BLOCK_N": block_n,
         "BLOCK_K": block_k,
         "ACTIVATION": "silu",
-        "HAS_RESIDUAL": 0,
     }
     path = tmp_path / "implicit_gemm_conv_0.py"
     path.write_text(render(FAMILY, path.stem, constexprs))

@@ -41,6 +41,7 @@ GEMM_ARGS = [
     ("x_batch_stride", "128"),
     ("r_batch_stride", "128"),
     ("y_batch_stride", "256"),
+    ("HAS_RESIDUAL", "0"),  # a dim: no residual, so r is never read
 ]
 GEMM_SLOTS = [
     ParamSlot("w", (16, 8), reshape("m.conv.weight", (16, 8))),
@@ -64,7 +65,6 @@ GEMM_CONSTEXPRS = {
     "BLOCK_K": 16,
     "GROUP_M": 8,
     "ACTIVATION": "silu",
-    "HAS_RESIDUAL": 0,
 }
 
 
@@ -202,13 +202,13 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
     text = print_module(module)
     assert (
         'kernel.launch "conv1x1_gemm" (%0) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, '
-        'GROUP_M = 8, ACTIVATION = "silu", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = '
+        'GROUP_M = 8, ACTIVATION = "silu"} params [w : tensor<16x8xf32> = '
         '#derive.param<reshape("m.conv.weight") : [16, 8]>, ' in text
     )
     assert (
         "args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, "
         'B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", '
-        'r_batch_stride = "128", y_batch_stride = "256"] '
+        'r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] '
         'grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : ' in text
     )
 
@@ -241,7 +241,7 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
             {"params": [dataclasses.replace(GEMM_SLOTS[0], shape=(8, 16)), *GEMM_SLOTS[1:]]},
             "parameter slot 'w' has shape [8, 16] but its derivation gives [16, 8]",
         ),
-        ({"args": GEMM_ARGS[:-1]}, "family 'conv1x1_gemm' takes 13 arguments"),
+        ({"args": GEMM_ARGS[:-1]}, "family 'conv1x1_gemm' takes 14 arguments"),
         ({"args": [("x", "param.w"), *GEMM_ARGS[1:]]}, "argument 'x' (kind input) must bind"),
         (
             {"args": [*GEMM_ARGS[:5], ("y", "in0"), *GEMM_ARGS[6:]]},
@@ -249,13 +249,22 @@ def test_custom_form_reads_like_a_launch_plan() -> None:
         ),
         ({"args": [*GEMM_ARGS[:9], ("M", "H"), *GEMM_ARGS[10:]]}, "uses symbol 'H'"),
         (
-            {"args": [*GEMM_ARGS[:-1], ("y_batch_stride", "255")]},
+            {"args": [*GEMM_ARGS[:-2], ("y_batch_stride", "255"), GEMM_ARGS[-1]]},
             "argument 'y_batch_stride' = '255' is 255 at B = 1, but 'out0' (bound to 'y') "
             "has batch stride 256",
         ),
         (
-            {"constexprs": {**GEMM_CONSTEXPRS, "HAS_RESIDUAL": 2}},
-            "constexpr 'HAS_RESIDUAL' is a bool: expected 0 or 1, got 2",
+            {"constexprs": {**GEMM_CONSTEXPRS, "HAS_RESIDUAL": 1}},
+            "family 'conv1x1_gemm' has no constexpr 'HAS_RESIDUAL'",
+        ),
+        (  # r bound to the 8-channel input: a 16-channel residual does not fit in it
+            {"args": [*GEMM_ARGS[:-1], ("HAS_RESIDUAL", "1")]},
+            "argument 'r' may touch 256 elements at B = 1 "
+            "(HAS_RESIDUAL * ((B - 1) * r_batch_stride + C_OUT * M)), but 'in0' holds 128",
+        ),
+        (
+            {"args": [*GEMM_ARGS[:-1], ("HAS_RESIDUAL", "B - 2")]},
+            "argument 'HAS_RESIDUAL' = 'B - 2' is -1 at B = 1, outside [0, 2147483647]",
         ),
         ({"num_warps": 0}, "num_warps must be a power of two in 1..32, got 0"),
         ({"num_warps": 6}, "num_warps must be a power of two in 1..32, got 6"),

@@ -240,6 +240,7 @@ def gemm_case(
         "x_batch_stride": c_in * m,
         "r_batch_stride": c_in * m,
         "y_batch_stride": y_stride,
+        "HAS_RESIDUAL": 0,
     }
     return Case(
         id=f"cin{c_in}-cout{c_out}-{spatial[0]}x{spatial[1]}-b{batch}-{activation}"
@@ -253,7 +254,6 @@ def gemm_case(
             "BLOCK_K": block_k,
             "GROUP_M": group_m,
             "ACTIVATION": activation,
-            "HAS_RESIDUAL": 0,
         },
         args=list(args.items()),
         grid=(batch + extra_images) * tiles_per_image,

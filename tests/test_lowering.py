@@ -116,10 +116,11 @@ def test_slice_lowers_to_the_launch_plan() -> None:
     assert [s.name for s in gemm.param_slots] == ["w", "scale", "shift"]
     assert gemm.param_slots[0].derivation.kind == "reshape"
     assert gemm.constexpr_values["ACTIVATION"] == "silu"  # the first silu fused into the conv
-    assert gemm.constexpr_values["HAS_RESIDUAL"] == 1  # then the add of the block's input
+    assert "HAS_RESIDUAL" not in gemm.constexpr_values  # a dim, not a variant's constexpr
     x = forward(lowered).body.block.args[0]
     assert list(gemm.operands) == [x, x]
     bindings = dict(gemm.arg_bindings)
+    assert bindings["HAS_RESIDUAL"] == "1"  # then the add of the block's input
     assert (bindings["x"], bindings["r"], bindings["y"]) == ("in0", "in1", "out0")
     assert [bindings[f"{p}_batch_stride"] for p in "xry"] == ["2331"] * 3
     assert gemm.grid == ("B * cdiv(63, 64) * cdiv(37, 64)", "1", "1")
@@ -288,7 +289,7 @@ def _gemm(
     activation = str(launch.constexpr_values["ACTIVATION"])
     if activation != pointwise.NO_ACTIVATION:
         v = pointwise.BY_NAME[activation].evaluate(np, [v], {})
-    if launch.constexpr_values["HAS_RESIDUAL"]:
+    if int(args["HAS_RESIDUAL"]):
         assert strides[1] == c_out * m
         v = v + inputs[int(str(args["r"])[2:])].reshape(batch, c_out, m)
     result: Array = v

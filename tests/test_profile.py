@@ -243,13 +243,16 @@ def test_fake_events_need_a_record() -> None:
 
 
 def test_bytes_follow_the_contract_footprint(lenet: Path) -> None:
-    """A residual operand is read only with HAS_RESIDUAL: bound to another tensor
-    in a kernel without it, it adds nothing; with it, that tensor's bytes."""
+    """A residual operand is read only with the HAS_RESIDUAL dim set: bound to
+    another tensor in a launch without it, it adds nothing; with it, that
+    tensor's bytes."""
     plan = runtime.load(lenet).plan
     first = plan.launches[0]
     family = FAMILIES["implicit_gemm_conv"]
-    r = [abi.name for abi in family.args].index("r")
+    names = [abi.name for abi in family.args]
+    r, flag = names.index("r"), names.index("HAS_RESIDUAL")
     assert first.args[r].tensor == first.args[0].tensor  # bound to x, never read
+    assert first.args[flag].expr == "0"
     other = plan.params[3]  # the second conv's weight: a tensor launch 0 does not bind
     args = list(first.args)
     args[r] = dataclasses.replace(args[r], tensor=other.name)
@@ -257,13 +260,9 @@ def test_bytes_follow_the_contract_footprint(lenet: Path) -> None:
     edited = dataclasses.replace(plan, launches=launches)
     before = launch_bytes(plan, BATCH_SIZE)[0]
     assert launch_bytes(edited, BATCH_SIZE)[0] == before
-    kernels = tuple(
-        dataclasses.replace(k, constexprs={**k.constexprs, "HAS_RESIDUAL": 1})
-        if k.name == first.kernel
-        else k
-        for k in plan.kernels
-    )
-    with_residual = dataclasses.replace(edited, kernels=kernels)
+    args[flag] = dataclasses.replace(args[flag], expr="1")
+    launches = (dataclasses.replace(first, args=tuple(args)), *plan.launches[1:])
+    with_residual = dataclasses.replace(plan, launches=launches)
     # r may touch its footprint, C_OUT * OH * OW per image, of the tensor bound
     # to it: here all of the (smaller) weight
     footprint = BATCH_SIZE * 6 * 28 * 28

@@ -111,7 +111,7 @@ func.func @constexpr_minimum(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{constexpr 'BLOCK_K' = 4 is below its minimum 8}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 4, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 4, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -121,7 +121,7 @@ func.func @slot_name(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot name 'a.b' is not an identifier}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params ["a.b" : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params ["a.b" : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -131,7 +131,7 @@ func.func @slot_twice(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w' is declared twice}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, w : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, w : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -141,7 +141,7 @@ func.func @slot_type(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w' must be a static f32 tensor with sizes >= 1, got tensor<?x8xf32>}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<?x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<?x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -151,7 +151,7 @@ func.func @slot_shape(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w' has shape [8, 16] but its derivation gives [16, 8]}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<8x16xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<8x16xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -160,8 +160,8 @@ func.func @slot_shape(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 func.func @args_count(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
-  // expected-error@+1 {{family 'conv1x1_gemm' takes 13 arguments (x, w, scale, shift, r, y, B, C_IN, C_OUT, M, x_batch_stride, r_batch_stride, y_batch_stride), got 12 bindings}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  // expected-error@+1 {{family 'conv1x1_gemm' takes 14 arguments (x, w, scale, shift, r, y, B, C_IN, C_OUT, M, x_batch_stride, r_batch_stride, y_batch_stride, HAS_RESIDUAL), got 13 bindings}}
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -170,8 +170,8 @@ func.func @args_count(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
 func.func @args_order(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
-  // expected-error@+1 {{argument binding #1 names 'scale', expected 'w' (the family's ABI order: x, w, scale, shift, r, y, B, C_IN, C_OUT, M, x_batch_stride, r_batch_stride, y_batch_stride)}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, scale = param.scale, w = param.w, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  // expected-error@+1 {{argument binding #1 names 'scale', expected 'w' (the family's ABI order: x, w, scale, shift, r, y, B, C_IN, C_OUT, M, x_batch_stride, r_batch_stride, y_batch_stride, HAS_RESIDUAL)}}
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, scale = param.scale, w = param.w, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -181,7 +181,7 @@ func.func @input_bound_to_param(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'x' (kind input) must bind to in<N>, got 'param.w'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = param.w, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = param.w, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -191,7 +191,7 @@ func.func @param_bound_to_input(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'w' (kind param) must bind to param.<slot>, got 'in0'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = in0, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = in0, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -201,7 +201,7 @@ func.func @output_bound_to_expression(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'y' (kind output) must bind to out<N>, got 'B'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = "B", B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = "B", B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -211,7 +211,7 @@ func.func @unknown_slot(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'shift' binds to unknown parameter slot 'bias'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.bias, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.bias, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -221,7 +221,7 @@ func.func @input_out_of_range(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'x' binds to in1, but the launch has 1 operand}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in1, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in1, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -231,7 +231,7 @@ func.func @output_out_of_range(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> 
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'y' binds to out1, but the launch has 1 result}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out1, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out1, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -241,7 +241,7 @@ func.func @dim_not_expression(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'M' = '4 *' is not an expression: expected a number, a symbol or '(', found 'end' in '4 *'}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "4 *", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "4 *", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -251,7 +251,7 @@ func.func @dim_symbol(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{argument 'M' = 'H * W' uses symbol 'H': only the batch 'B' may appear}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "H * W", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "H * W", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -277,7 +277,7 @@ func.func @slot_unbound(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'bias' is not bound to any argument}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>, bias : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>, bias : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -391,7 +391,7 @@ func.func @gemm_grid_short(%x: tensor<?x8x5x13xf32>) -> tensor<?x16x5x13xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{grid[0] = 'B' is 1 at B = 1, but the tile model of 'conv1x1_gemm' needs cdiv(B, 1) * cdiv(M, BLOCK_M) * cdiv(C_OUT, BLOCK_N) = 2}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "65", x_batch_stride = "520", r_batch_stride = "520", y_batch_stride = "1040"] grid ["B", "1", "1"] warps 4 stages 2 : (tensor<?x8x5x13xf32>) -> tensor<?x16x5x13xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "65", x_batch_stride = "520", r_batch_stride = "520", y_batch_stride = "1040", HAS_RESIDUAL = "0"] grid ["B", "1", "1"] warps 4 stages 2 : (tensor<?x8x5x13xf32>) -> tensor<?x16x5x13xf32>
   func.return %y : tensor<?x16x5x13xf32>
 }
 
@@ -400,7 +400,7 @@ func.func @gemm_grid_short(%x: tensor<?x8x5x13xf32>) -> tensor<?x16x5x13xf32> {
 func.func @weight_undeclared(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x8x1x1xf32>
   // expected-error@+1 {{parameter slot 'shift' reads weight 'b', which no kernel.weight of the enclosing function declares}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -410,7 +410,7 @@ func.func @weight_shape(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "w" : tensor<16x4x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{parameter slot 'w': weight 'w' has shape [16, 4, 1, 1], expected 128 elements as [16, 8]}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -420,7 +420,7 @@ func.func @weight_identity_shape(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<4x4xf32>
   // expected-error@+1 {{parameter slot 'shift': weight 'b' has shape [4, 4], expected 16 elements as [16]}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = #derive.param<fill(1.0) : [16]>, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 
@@ -430,7 +430,7 @@ func.func @slot_not_a_derivation(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32
   kernel.weight "w" : tensor<16x8x1x1xf32>
   kernel.weight "b" : tensor<16xf32>
   // expected-error@+1 {{expected a #derive.param<...> after '='}}
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = 1.0, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<16x8xf32> = #derive.param<reshape("w") : [16, 8]>, scale : tensor<16xf32> = 1.0, shift : tensor<16xf32> = #derive.param<identity("b") : [16]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"] grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2 : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
 }
 

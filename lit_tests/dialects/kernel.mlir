@@ -9,9 +9,9 @@
 // CHECK-NEXT:    kernel.weight "m.bn.bias" : tensor<16xf32>
 // CHECK-NEXT:    kernel.weight "m.bn.running_mean" : tensor<16xf32>
 // CHECK-NEXT:    kernel.weight "m.bn.running_var" : tensor<16xf32>
-// CHECK-NEXT:    %[[Y:.*]] = kernel.launch "conv1x1_gemm" (%[[X]]) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu", HAS_RESIDUAL = 0}
+// CHECK-NEXT:    %[[Y:.*]] = kernel.launch "conv1x1_gemm" (%[[X]]) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu"}
 // CHECK-SAME:      params [w : tensor<16x8xf32> = #derive.param<reshape("m.conv.weight") : [16, 8]>, scale : tensor<16xf32> = #derive.param<bn_scale("m.bn.weight", "m.bn.running_var") eps 0.001 : [16]>, shift : tensor<16xf32> = #derive.param<bn_shift("m.bn.weight", "m.bn.bias", "m.bn.running_mean", "m.bn.running_var") eps 0.001 : [16]>]
-// CHECK-SAME:      args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"]
+// CHECK-SAME:      args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"]
 // CHECK-SAME:      grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2
 // CHECK-SAME:      : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
 // CHECK-NEXT:    func.return %[[Y]]
@@ -21,12 +21,12 @@ func.func @gemm(%x: tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32> {
   kernel.weight "m.bn.bias" : tensor<16xf32>
   kernel.weight "m.bn.running_mean" : tensor<16xf32>
   kernel.weight "m.bn.running_var" : tensor<16xf32>
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu", HAS_RESIDUAL = 0}
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "silu"}
       params [w : tensor<16x8xf32> = #derive.param<reshape("m.conv.weight") : [16, 8]>,
               scale : tensor<16xf32> = #derive.param<bn_scale("m.bn.weight", "m.bn.running_var") eps 0.001 : [16]>,
               shift : tensor<16xf32> = #derive.param<bn_shift("m.bn.weight", "m.bn.bias", "m.bn.running_mean", "m.bn.running_var") eps 0.001 : [16]>]
       args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0,
-            B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256"]
+            B = "B", C_IN = "8", C_OUT = "16", M = "16", x_batch_stride = "128", r_batch_stride = "128", y_batch_stride = "256", HAS_RESIDUAL = "0"]
       grid ["B * cdiv(16, 64) * cdiv(16, 64)", "1", "1"] warps 4 stages 2
       : (tensor<?x8x4x4xf32>) -> tensor<?x16x4x4xf32>
   func.return %y : tensor<?x16x4x4xf32>
@@ -66,10 +66,10 @@ func.func @spellings(%x: tensor<?xf32>) -> tensor<?xf32> {
 
 // The attributes' own syntax (the generic form's spelling).
 // CHECK-LABEL: func.func @generic
-// CHECK:         kernel.launch "conv1x1_gemm" (%{{.*}}) {BLOCK_M = 32, BLOCK_N = 32, BLOCK_K = 32, GROUP_M = 8, ACTIVATION = "none", HAS_RESIDUAL = 0} params [w : tensor<4x2xf32> = #derive.param<reshape("w") : [4, 2]>, scale : tensor<4xf32> = #derive.param<fill(1.0) : [4]>, shift : tensor<4xf32> = #derive.param<identity("b") : [4]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "3", C_IN = "2", C_OUT = "4", M = "1", x_batch_stride = "2", r_batch_stride = "2", y_batch_stride = "4"] grid ["3", "1", "1"] warps 4 stages 2 : (tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32>
+// CHECK:         kernel.launch "conv1x1_gemm" (%{{.*}}) {BLOCK_M = 32, BLOCK_N = 32, BLOCK_K = 32, GROUP_M = 8, ACTIVATION = "none"} params [w : tensor<4x2xf32> = #derive.param<reshape("w") : [4, 2]>, scale : tensor<4xf32> = #derive.param<fill(1.0) : [4]>, shift : tensor<4xf32> = #derive.param<identity("b") : [4]>] args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0, B = "3", C_IN = "2", C_OUT = "4", M = "1", x_batch_stride = "2", r_batch_stride = "2", y_batch_stride = "4", HAS_RESIDUAL = "0"] grid ["3", "1", "1"] warps 4 stages 2 : (tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32>
 func.func @generic(%x: tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32> {
   "kernel.weight"() <{weight_name = "w", type = tensor<4x2x1x1xf32>}> : () -> ()
   "kernel.weight"() <{weight_name = "b", type = tensor<4xf32>}> : () -> ()
-  %y = "kernel.launch"(%x) <{family = "conv1x1_gemm", constexprs = {BLOCK_M = 32 : i64, BLOCK_N = 32 : i64, BLOCK_K = 32 : i64, GROUP_M = 8 : i64, ACTIVATION = "none", HAS_RESIDUAL = 0}, params = [#kernel.slot<w : tensor<4x2xf32> = #derive.param<reshape("w") : [4, 2]>>, #kernel.slot<scale : tensor<4xf32> = #derive.param<fill(1.0) : [4]>>, #kernel.slot<shift : tensor<4xf32> = #derive.param<identity("b") : [4]>>], args = [#kernel.arg<x = in0>, #kernel.arg<w = param.w>, #kernel.arg<scale = param.scale>, #kernel.arg<shift = param.shift>, #kernel.arg<r = in0>, #kernel.arg<y = out0>, #kernel.arg<B = "3">, #kernel.arg<C_IN = "2">, #kernel.arg<C_OUT = "4">, #kernel.arg<M = "1">, #kernel.arg<x_batch_stride = "2">, #kernel.arg<r_batch_stride = "2">, #kernel.arg<y_batch_stride = "4">], grid = ["3", "1", "1"], num_warps = 4 : i64, num_stages = 2 : i64}> : (tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32>
+  %y = "kernel.launch"(%x) <{family = "conv1x1_gemm", constexprs = {BLOCK_M = 32 : i64, BLOCK_N = 32 : i64, BLOCK_K = 32 : i64, GROUP_M = 8 : i64, ACTIVATION = "none"}, params = [#kernel.slot<w : tensor<4x2xf32> = #derive.param<reshape("w") : [4, 2]>>, #kernel.slot<scale : tensor<4xf32> = #derive.param<fill(1.0) : [4]>>, #kernel.slot<shift : tensor<4xf32> = #derive.param<identity("b") : [4]>>], args = [#kernel.arg<x = in0>, #kernel.arg<w = param.w>, #kernel.arg<scale = param.scale>, #kernel.arg<shift = param.shift>, #kernel.arg<r = in0>, #kernel.arg<y = out0>, #kernel.arg<B = "3">, #kernel.arg<C_IN = "2">, #kernel.arg<C_OUT = "4">, #kernel.arg<M = "1">, #kernel.arg<x_batch_stride = "2">, #kernel.arg<r_batch_stride = "2">, #kernel.arg<y_batch_stride = "4">, #kernel.arg<HAS_RESIDUAL = "0">], grid = ["3", "1", "1"], num_warps = 4 : i64, num_stages = 2 : i64}> : (tensor<3x2x1x1xf32>) -> tensor<3x4x1x1xf32>
   func.return %y : tensor<3x4x1x1xf32>
 }

@@ -15,8 +15,9 @@
 // Generated names only: inputs in<N>, params p<N>, buffers t<N>, kernels
 // <family>_<ordinal> (variants deduplicated by family and constexprs);
 // weight names are JSON strings. Keys are sorted; expressions canonical.
-// Without a residual the GEMM's r is the input again; batch strides are one
-// image; each launch names the op it came from; there are no views.
+// Without a residual the GEMM's r is the input again and its last dim,
+// HAS_RESIDUAL, is 0 (a dim, not a constexpr); batch strides are one image;
+// each launch names the op it came from; there are no views.
 // PLAN:      "buffers": [
 // PLAN:        "name": "t0",
 // PLAN:        "name": "t1",
@@ -30,7 +31,8 @@
 // PLAN-NEXT:     4,
 // PLAN:      "kernels": [
 // PLAN:          "ACTIVATION": "relu",
-// PLAN:          "HAS_RESIDUAL": 0
+// PLAN:          "GROUP_M": 8
+// PLAN-NOT:      "HAS_RESIDUAL"
 // PLAN:        "family": "conv1x1_gemm",
 // PLAN-NEXT:   "file": "kernels/conv1x1_gemm_0.py",
 // PLAN-NEXT:   "name": "conv1x1_gemm_0",
@@ -50,6 +52,9 @@
 // PLAN:            "expr": "48"
 // PLAN:            "expr": "48"
 // PLAN:            "expr": "96"
+// PLAN-NEXT:     },
+// PLAN-NEXT:     {
+// PLAN-NEXT:       "expr": "0"
 // PLAN:        "grid": [
 // PLAN-NEXT:     "B * cdiv(12, 16) * cdiv(8, 16)",
 // PLAN-NEXT:     "1",
@@ -82,7 +87,7 @@
 // PLAN:            "value": 1.0
 // PLAN:            "kind": "fill",
 // PLAN:            "value": 0.0
-// PLAN:      "version": 7,
+// PLAN:      "version": 8,
 // PLAN-NEXT: "views": [],
 // PLAN-NEXT: "weights": [
 // PLAN:        "name": "conv.weight\"); import os; #",
@@ -107,12 +112,12 @@
 
 func.func @forward(%x: tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32> {
   kernel.weight "conv.weight\"); import os; #" : tensor<8x4x1x1xf32>
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "relu", HAS_RESIDUAL = 0}
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "relu"}
       params [w : tensor<8x4xf32> = #derive.param<reshape("conv.weight\"); import os; #") : [8, 4]>,
               scale : tensor<8xf32> = #derive.param<fill(1.0) : [8]>,
               shift : tensor<8xf32> = #derive.param<fill(0.0) : [8]>]
       args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0,
-            B = "B", C_IN = "4", C_OUT = "8", M = "12", x_batch_stride = "48", r_batch_stride = "48", y_batch_stride = "96"]
+            B = "B", C_IN = "4", C_OUT = "8", M = "12", x_batch_stride = "48", r_batch_stride = "48", y_batch_stride = "96", HAS_RESIDUAL = "0"]
       grid ["B * cdiv(12, 16) * cdiv(8, 16)", "1", "1"] warps 4 stages 2
       : (tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32>
   %z = kernel.launch "elementwise" (%y) {OP = "relu", BLOCK = 128}

@@ -35,7 +35,7 @@
 // PLAN-NEXT:     "name": "in1",
 // PLAN-NEXT:     "shape": [
 // PLAN-NEXT:       "B"
-// PLAN:      "version": 7
+// PLAN:      "version": 8
 func.func @forward(%x: tensor<?x13xf32>, %t: tensor<?xi64>) -> tensor<f32> {
   %l = graph.cross_entropy %x, %t : (tensor<?x13xf32>, tensor<?xi64>) -> tensor<f32>
   func.return %l : tensor<f32>

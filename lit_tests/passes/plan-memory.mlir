@@ -35,7 +35,7 @@
 // PLAN:        "name": "t2",
 // PLAN-NEXT:   "offset": "0",
 // PLAN:      "memory": "search",
-// PLAN:      "version": 7
+// PLAN:      "version": 8
 
 // PLAN-NAIVE: "arena": "B * 1536",
 // PLAN-NAIVE: "offset": "B * 1024",
@@ -43,12 +43,12 @@
 
 func.func @forward(%x: tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32> {
   kernel.weight "conv.weight\"); import os; #" : tensor<8x4x1x1xf32>
-  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "relu", HAS_RESIDUAL = 0}
+  %y = kernel.launch "conv1x1_gemm" (%x) {BLOCK_M = 16, BLOCK_N = 16, BLOCK_K = 16, GROUP_M = 8, ACTIVATION = "relu"}
       params [w : tensor<8x4xf32> = #derive.param<reshape("conv.weight\"); import os; #") : [8, 4]>,
               scale : tensor<8xf32> = #derive.param<fill(1.0) : [8]>,
               shift : tensor<8xf32> = #derive.param<fill(0.0) : [8]>]
       args [x = in0, w = param.w, scale = param.scale, shift = param.shift, r = in0, y = out0,
-            B = "B", C_IN = "4", C_OUT = "8", M = "12", x_batch_stride = "48", r_batch_stride = "48", y_batch_stride = "96"]
+            B = "B", C_IN = "4", C_OUT = "8", M = "12", x_batch_stride = "48", r_batch_stride = "48", y_batch_stride = "96", HAS_RESIDUAL = "0"]
       grid ["B * cdiv(12, 16) * cdiv(8, 16)", "1", "1"] warps 4 stages 2
       : (tensor<?x4x3x4xf32>) -> tensor<?x8x3x4xf32>
   %z = kernel.launch "elementwise" (%y) {OP = "relu", BLOCK = 128}

@@ -63,12 +63,13 @@ func.func @implicit_gemm(%x: tensor<?x4x8x8xf32>) -> (tensor<?x4x6x6xf32>, tenso
 
 // Implicit-GEMM tiles at the boundaries: M 128 / N 17 / K 128 -> [128, 32, 32];
 // M 127 / N 16 / K 127 -> [64, 16, 16]; N 129 per group (258 / 2) / M 1 / K 9 ->
-// [64, 128, 16]; the stem (C_in 3, 3x3 stride 2, K 27) -> [64, 16, 16].
+// [64, 128, 16]; the stem (C_in 3, 3x3 stride 2, K 27) -> [64, 16, 32] (16 < K <= 32:
+// one K step of 32, padded as two steps of 16 would be).
 // CHECK-LABEL: func.func @implicit_gemm_tile_boundaries
 // CHECK:         algorithm "implicit-gemm" tiles [128, 32, 32] : (tensor<?x64x16x9xf32>
 // CHECK:         algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x127x127x1xf32>
 // CHECK:         algorithm "implicit-gemm" tiles [64, 128, 16] : (tensor<?x2x1x1xf32>
-// CHECK:         algorithm "implicit-gemm" tiles [64, 16, 16] : (tensor<?x3x16x16xf32>
+// CHECK:         algorithm "implicit-gemm" tiles [64, 16, 32] : (tensor<?x3x16x16xf32>
 func.func @implicit_gemm_tile_boundaries(%a: tensor<?x64x16x9xf32>, %b: tensor<?x127x127x1xf32>, %c: tensor<?x2x1x1xf32>, %d: tensor<?x3x16x16xf32>) -> (tensor<?x17x16x8xf32>, tensor<?x16x127x1xf32>, tensor<?x258x1x1xf32>, tensor<?x16x8x8xf32>) {
   %wa = graph.param "wa" : tensor<17x64x1x2xf32>
   %wb = graph.param "wb" : tensor<16x127x1x1xf32>

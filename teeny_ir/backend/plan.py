@@ -41,7 +41,7 @@ from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import DEFAULT_PRECISION, PRECISIONS, RenderError, render
 
 FORMAT = "teeny-ir-plan"
-VERSION = 7
+VERSION = 8
 """2: a pointwise constexpr is the name of a pointwise-table entry (a string).
 3: ``views`` (channel slices of buffers, zero-copy splits and concats), each
 launch's ``sources`` (the graph ops it implements, with their locations), launch
@@ -57,7 +57,11 @@ strategy (`teeny_ir.backend.memory`).
 7: collectives: a launches entry may be a collective (``{"collective":
 "all_reduce", "reduction", "world", "args": [input, output], "sources",
 "phase"}``, `CollectiveSpec`) instead of a kernel launch; a data-parallel
-training plan all-reduces its gradients (docs/plan.md, "Collectives")."""
+training plan all-reduces its gradients (docs/plan.md, "Collectives").
+8: the convolution families' residual flag (``implicit_gemm_conv``,
+``conv1x1_gemm``, ``depthwise_conv``) is the launch's last dim argument
+``HAS_RESIDUAL`` instead of a constexpr of the kernel, so one compiled variant
+serves a tile with and without the residual add."""
 
 _NAME = {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"}
 _TEXT = {"type": "string", "minLength": 1, "maxLength": 1000}

@@ -58,21 +58,24 @@ def gelu_tanh_arg(x):
 
 
 @triton.jit
-def gemm_epilogue(
-    acc, activate, scale, shift, channel, mask_n, residual, mask, HAS_RESIDUAL: tl.constexpr
-):
+def gemm_epilogue(acc, activate, scale, shift, channel, mask_n, residual, mask, HAS_RESIDUAL):
     """The fused epilogue of the GEMM convolution families (conv1x1_gemm,
-    implicit_gemm_conv) on one accumulator tile ``acc[BLOCK_M, BLOCK_N]``, whose
-    column j is output channel ``channel[j]`` (valid where ``mask_n``):
-    ``activate(scale[n] * acc + shift[n])``, then, if ``HAS_RESIDUAL``, plus the
-    residual tile at the pointers ``residual`` (loaded where ``mask``, the output
-    tile's mask). The residual comes after the activation, as in YOLOv8's
-    bottleneck ``x + SiLU(BN(conv(...)))``; without one, ``residual`` is never
-    read. ``activate`` is the kernel's ``activation`` slot function."""
+    implicit_gemm_conv, depthwise_conv) on one accumulator tile ``acc[BLOCK_M,
+    BLOCK_N]``, whose column j is output channel ``channel[j]`` (valid where
+    ``mask_n``): ``activate(scale[n] * acc + shift[n])``, then, if the runtime
+    i32 ``HAS_RESIDUAL`` is not 0, plus the residual tile at the pointers
+    ``residual`` (loaded where ``mask``, the output tile's mask). The residual
+    comes after the activation, as in YOLOv8's bottleneck ``x +
+    SiLU(BN(conv(...)))``; without one, ``residual`` is never read.
+    ``HAS_RESIDUAL`` is a kernel argument, not a constexpr, so one compiled
+    variant serves a tile with and without the residual: the test is one
+    uniform scalar branch (an ``scf.if``) after the main loop. A family without
+    a residual (matmul, linear) passes a literal ``False``, which Triton folds
+    as a constant. ``activate`` is the kernel's ``activation`` slot function."""
     channel_scale = tl.load(scale + channel, mask=mask_n, other=0.0)
     channel_shift = tl.load(shift + channel, mask=mask_n, other=0.0)
     v = activate(acc * channel_scale[None, :] + channel_shift[None, :])
-    if HAS_RESIDUAL:
+    if HAS_RESIDUAL != 0:
         v += tl.load(residual, mask=mask, other=0.0)
     return v
 

@@ -20,9 +20,10 @@ actual memory traffic (`launch_bytes`): every distinct tensor bound to an
 ``input`` or ``param`` argument is read, every one bound to an ``output``
 argument written (a tensor bound to both, updated in place, counts in both),
 each with its elements at the run's batch times its element size, or fewer
-when the family's footprint says the kernel touches fewer (a residual operand
-that a kernel without ``HAS_RESIDUAL`` never reads has footprint 0). Caches,
-re-reads of a tile and partial reads are not modelled.
+when the family's footprint, evaluated at the launch's dims, says the kernel
+touches fewer (a convolution's residual operand, which a launch whose dim
+``HAS_RESIDUAL`` is 0 never reads, has footprint 0). Caches, re-reads of a
+tile and partial reads are not modelled.
 
 A collective (a data-parallel plan's ``all_reduce``) has a record too, its
 family ``all_reduce``, its grid ``(0, 0, 0)`` (shown as ``-``): its time is

@@ -67,7 +67,6 @@ def write_fixture(directory: Path) -> Plan:
             "BLOCK_K": 16,
             "GROUP_M": 8,
             "ACTIVATION": "silu",
-            "HAS_RESIDUAL": 0,
         },
     )
     add = _kernel(directory, "elementwise", 0, {"OP": "add", "BLOCK": 128})
@@ -95,10 +94,11 @@ def write_fixture(directory: Path) -> Plan:
                 4,
                 2,
                 (
-                    # No residual: r is bound to the input and never read.
+                    # No residual: r is bound to the input and never read
+                    # (the last dim, HAS_RESIDUAL, is 0).
                     *(t(name) for name in ("in0", "p0", "p1", "p2", "in0", "t0")),
                     *(e(x) for x in ("B", str(C_IN), str(C_OUT), str(M))),
-                    *(e(str(x)) for x in (C_IN * M, C_IN * M, C_OUT * M)),
+                    *(e(str(x)) for x in (C_IN * M, C_IN * M, C_OUT * M, 0)),
                 ),
                 (
                     SourceSpec("graph.conv2d", "m.mlir:3:8"),
@@ -202,7 +202,17 @@ REJECTIONS = [
     ("attribute in a grid", set_at("launches/1/grid/1", "B.bit_length"), "unexpected character"),
     ("symbol other than B", set_at("launches/0/args/7/expr", "C"), "only 'B' is allowed"),
     ("symbol in a shape", set_at("buffers/1/shape/1", "N"), "only 'B' is allowed"),
-    ("arg count", lambda d: d["launches"][0]["args"].pop(), "passes 12 arguments"),
+    ("arg count", lambda d: d["launches"][0]["args"].pop(), "passes 13 arguments"),
+    (
+        "residual flag as a constexpr",
+        set_at("kernels/0/constexprs/HAS_RESIDUAL", 0),
+        "family 'conv1x1_gemm' has no constexpr 'HAS_RESIDUAL'",
+    ),
+    (
+        "residual flag without room for the residual",
+        set_at("launches/0/args/13/expr", "1"),
+        f"argument 'r' may touch {C_OUT * M} elements at B = 1",
+    ),
     (
         "param arg bound to an input",
         set_at("launches/0/args/1", {"tensor": "in0"}),

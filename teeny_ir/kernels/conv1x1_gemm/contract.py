@@ -1,10 +1,16 @@
 """The ``conv1x1_gemm`` family's contract: ``Y_b = act(scale * (W @ X_b) + shift)``,
-plus ``R_b`` when ``HAS_RESIDUAL``.
+plus ``R_b`` when the dim ``HAS_RESIDUAL`` is 1.
 
 ``x``, ``r`` and ``y`` may each be batch-strided (a channel slice of a larger
 NCHW buffer): their ``*_batch_stride`` dims are the elements between images,
-which the validator matches against the bound tensors. Without a residual
-``r`` is bound to the input and never read (its footprint is 0)."""
+which the validator matches against the bound tensors.
+
+The residual flag ``HAS_RESIDUAL`` is the last dim argument, not a constexpr:
+a runtime i32 the kernel's epilogue branches on once, so a tile's launches
+with and without a residual share one compiled variant. No shape implies it
+(the validator leaves it free, in [0, 2**31 - 1] like every i32 dim); ``r``'s
+footprint ``HAS_RESIDUAL * (...)`` is 0 without a residual, where ``r`` is
+bound to the input and never read, and with one must fit the bound tensor."""
 
 from __future__ import annotations
 
@@ -53,6 +59,7 @@ FAMILY = KernelFamily(
         KernelArg("x_batch_stride", "dim", _I32),
         KernelArg("r_batch_stride", "dim", _I32),
         KernelArg("y_batch_stride", "dim", _I32),
+        KernelArg("HAS_RESIDUAL", "dim", _I32),
     ),
     constexprs=(
         Constexpr("BLOCK_M", "int", power_of_two=True, minimum=16),
@@ -60,7 +67,6 @@ FAMILY = KernelFamily(
         Constexpr("BLOCK_K", "int", power_of_two=True, minimum=8),
         Constexpr("GROUP_M", "int", minimum=1),
         Constexpr("ACTIVATION", "pointwise", slot="activation", epilogue=True),
-        Constexpr("HAS_RESIDUAL", "bool"),
     ),
     grid=(GridAxis((("B", "1"), ("M", "BLOCK_M"), ("C_OUT", "BLOCK_N"))),),
     package=Path(__file__).parent,

@@ -20,8 +20,10 @@ image base offsets are 64-bit, so only one image (not the whole batch) has to
 fit in 2**31 elements. The epilogue is the shared ``gemm_epilogue`` helper
 (`teeny_ir.kernels.triton_helpers`, pasted in by rendering): ``ACTIVATION``
 names an epilogue entry of the pointwise table (or ``none``), whose
-expression rendering puts into the ``activation`` slot, and ``HAS_RESIDUAL``
-adds ``r`` after it (without it ``r`` is never read).
+expression rendering puts into the ``activation`` slot, and the runtime
+argument ``HAS_RESIDUAL`` (an i32 dim, not a constexpr: one variant serves
+launches with and without a residual), when not 0, adds ``r`` after it (when
+0, ``r`` is never read).
 """
 
 import triton
@@ -50,12 +52,12 @@ def conv1x1_gemm(
     x_batch_stride,
     r_batch_stride,
     y_batch_stride,
+    HAS_RESIDUAL,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     ACTIVATION: tl.constexpr,
-    HAS_RESIDUAL: tl.constexpr,
 ):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)

@@ -2,9 +2,11 @@
 algorithm is ``gemm`` (1x1, stride 1, no padding, one group) becomes one launch,
 its weight reshaped to [C_OUT, C_IN] and its scale and shift derivations as
 parameter slots. A residual operand becomes the launch's second operand
-(``r = in1``, ``HAS_RESIDUAL = 1``); without one ``r`` is bound to the input,
-which the kernel then never reads. Every activation operand and the result
-pass their batch stride (a view's, or one image's size)."""
+(``r = in1``, and the last dim ``HAS_RESIDUAL = "1"``: a runtime argument, so
+the variant is the same with and without a residual); without one ``r`` is
+bound to the input, which the kernel then never reads (``HAS_RESIDUAL =
+"0"``). Every activation operand and the result pass their batch stride (a
+view's, or one image's size)."""
 
 from __future__ import annotations
 
@@ -51,7 +53,6 @@ def lower_fused_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchOp:
         "BLOCK_K": block_k,
         "GROUP_M": GROUP_M,
         "ACTIVATION": op.activation,
-        "HAS_RESIDUAL": epilogue.has_residual,
     }
     args = [
         ("x", "in0"),
@@ -67,6 +68,7 @@ def lower_fused_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchOp:
         ("x_batch_stride", batch_stride_expr(op.input)),
         ("r_batch_stride", epilogue.r_batch_stride),
         ("y_batch_stride", batch_stride_expr(op.result)),
+        ("HAS_RESIDUAL", str(epilogue.has_residual)),
     ]
     grid = [f"{dim_expr(batch)} * cdiv({spatial}, {block_m}) * cdiv({c_out}, {block_n})", "1", "1"]
     return LaunchOp(

@@ -14,8 +14,14 @@ which any value keeps memory-safe (every tap is masked to the image, every
 output to ``OH * OW``). ``x``, ``r`` and ``y`` may each be batch-strided (a
 channel slice of a larger NCHW buffer): their ``*_batch_stride`` dims are the
 elements between images, which the validator matches against the bound
-tensors. Without a residual (``HAS_RESIDUAL = 0``) ``r`` is bound to the input
-and never read (its footprint is 0).
+tensors.
+
+The residual flag ``HAS_RESIDUAL`` is the last dim argument, not a constexpr:
+a runtime i32 the kernel's epilogue branches on once, so a tile's launches
+with and without a residual share one compiled variant. No shape implies it
+(the validator leaves it free, in [0, 2**31 - 1] like every i32 dim); ``r``'s
+footprint ``HAS_RESIDUAL * (...)`` is 0 without a residual, where ``r`` is
+bound to the input and never read, and with one must fit the bound tensor.
 """
 
 from __future__ import annotations
@@ -96,13 +102,13 @@ FAMILY = KernelFamily(
         KernelArg("x_batch_stride", "dim", _I32),
         KernelArg("r_batch_stride", "dim", _I32),
         KernelArg("y_batch_stride", "dim", _I32),
+        KernelArg("HAS_RESIDUAL", "dim", _I32),
     ),
     constexprs=(
         Constexpr("BLOCK_P", "int", power_of_two=True, minimum=1),
         Constexpr("BLOCK_C", "int", power_of_two=True, minimum=1),
         Constexpr("BLOCK_T", "int", power_of_two=True, minimum=1),
         Constexpr("ACTIVATION", "pointwise", slot="activation", epilogue=True),
-        Constexpr("HAS_RESIDUAL", "bool"),
     ),
     grid=(
         GridAxis((("B * OH * OW", "BLOCK_P"),)),

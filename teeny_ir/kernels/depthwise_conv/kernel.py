@@ -22,8 +22,9 @@ the batch) has to fit in 2**31 elements. The epilogue is the shared
 ``gemm_epilogue`` helper (`teeny_ir.kernels.triton_helpers`, pasted in by
 rendering), as in the GEMM families: ``act(scale[c] * acc + shift[c])`` with
 ``ACTIVATION`` an epilogue entry of the pointwise table (or ``none``) rendered
-into the ``activation`` slot, then, if ``HAS_RESIDUAL``, plus ``r`` (without
-it ``r`` is never read).
+into the ``activation`` slot, then, if the runtime argument ``HAS_RESIDUAL``
+(an i32 dim, not a constexpr: one variant serves launches with and without a
+residual) is not 0, plus ``r`` (when 0, ``r`` is never read).
 """
 
 import triton
@@ -62,11 +63,11 @@ def depthwise_conv(
     x_batch_stride,
     r_batch_stride,
     y_batch_stride,
+    HAS_RESIDUAL,
     BLOCK_P: tl.constexpr,
     BLOCK_C: tl.constexpr,
     BLOCK_T: tl.constexpr,
     ACTIVATION: tl.constexpr,
-    HAS_RESIDUAL: tl.constexpr,
 ):
     pid_p = tl.program_id(0)
     pid_c = tl.program_id(1)

@@ -2,10 +2,11 @@
 whose algorithm is ``depthwise`` becomes one launch, its weight the conv weight
 as it is ([C, 1, KH, KW]) and its scale and shift derivations as parameter
 slots; the geometry is passed as dim arguments. A residual operand becomes the
-launch's second operand (``r = in1``, ``HAS_RESIDUAL = 1``); without one ``r``
-is bound to the input, which the kernel then never reads. Every activation
-operand and the result pass their batch stride (a view's, or one image's
-size)."""
+launch's second operand (``r = in1``, and the last dim ``HAS_RESIDUAL = "1"``:
+a runtime argument, so the variant is the same with and without a residual);
+without one ``r`` is bound to the input, which the kernel then never reads
+(``HAS_RESIDUAL = "0"``). Every activation operand and the result pass their
+batch stride (a view's, or one image's size)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,6 @@ def lower_depthwise_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchOp:
         "BLOCK_C": block_c,
         "BLOCK_T": block_t,
         "ACTIVATION": op.activation,
-        "HAS_RESIDUAL": epilogue.has_residual,
     }
     dims = {
         "B": dim_expr(batch),
@@ -75,6 +75,7 @@ def lower_depthwise_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchOp:
         "x_batch_stride": batch_stride_expr(op.input),
         "r_batch_stride": epilogue.r_batch_stride,
         "y_batch_stride": batch_stride_expr(op.result),
+        "HAS_RESIDUAL": str(epilogue.has_residual),
     }
     args = [
         ("x", "in0"),

@@ -1,6 +1,6 @@
 """The ``implicit_gemm_conv`` family's contract:
-``y = act(scale * conv2d(x, w) + shift)``, plus ``r`` when ``HAS_RESIDUAL``, as
-an implicit GEMM per group.
+``y = act(scale * conv2d(x, w) + shift)``, plus ``r`` when the dim
+``HAS_RESIDUAL`` is 1, as an implicit GEMM per group.
 
 GEMM view, per group ``g``: ``M = B * OH * OW`` output positions, ``N = C_OUT /
 GROUPS`` output channels, ``K = C_IN / GROUPS * KH * KW`` taps. The grid is
@@ -16,8 +16,14 @@ image and every output to ``OH * OW``, so the validator leaves them free.
 
 ``x``, ``r`` and ``y`` may each be batch-strided (a channel slice of a larger
 NCHW buffer): their ``*_batch_stride`` dims are the elements between images,
-which the validator matches against the bound tensors. Without a residual
-``r`` is bound to the input and never read (its footprint is 0).
+which the validator matches against the bound tensors.
+
+The residual flag ``HAS_RESIDUAL`` is the last dim argument, not a constexpr:
+a runtime i32 the kernel's epilogue branches on once, so a tile's launches
+with and without a residual share one compiled variant. No shape implies it
+(the validator leaves it free, in [0, 2**31 - 1] like every i32 dim); ``r``'s
+footprint ``HAS_RESIDUAL * (...)`` is 0 without a residual, where ``r`` is
+bound to the input and never read, and with one must fit the bound tensor.
 """
 
 from __future__ import annotations
@@ -115,13 +121,13 @@ FAMILY = KernelFamily(
         KernelArg("x_batch_stride", "dim", _I32),
         KernelArg("r_batch_stride", "dim", _I32),
         KernelArg("y_batch_stride", "dim", _I32),
+        KernelArg("HAS_RESIDUAL", "dim", _I32),
     ),
     constexprs=(
         Constexpr("BLOCK_M", "int", power_of_two=True, minimum=16),
         Constexpr("BLOCK_N", "int", power_of_two=True, minimum=16),
         Constexpr("BLOCK_K", "int", power_of_two=True, minimum=16),
         Constexpr("ACTIVATION", "pointwise", slot="activation", epilogue=True),
-        Constexpr("HAS_RESIDUAL", "bool"),
     ),
     grid=(
         GridAxis((("B * OH * OW", "BLOCK_M"),)),

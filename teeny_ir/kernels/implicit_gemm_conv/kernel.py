@@ -25,8 +25,10 @@ one image (not the batch) has to fit in 2**31 elements.
 The epilogue is the shared ``gemm_epilogue`` helper
 (`teeny_ir.kernels.triton_helpers`, pasted in by rendering): ``ACTIVATION``
 names an epilogue entry of the pointwise table (or ``none``), whose expression
-rendering puts into the ``activation`` slot, and ``HAS_RESIDUAL`` adds ``r``
-(shaped like ``y``) after it; without it ``r`` is never read.
+rendering puts into the ``activation`` slot, and the runtime argument
+``HAS_RESIDUAL`` (an i32 dim, not a constexpr: one variant serves launches
+with and without a residual), when not 0, adds ``r`` (shaped like ``y``)
+after it; when 0, ``r`` is never read.
 """
 
 import triton
@@ -67,11 +69,11 @@ def implicit_gemm_conv(
     x_batch_stride,
     r_batch_stride,
     y_batch_stride,
+    HAS_RESIDUAL,
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     ACTIVATION: tl.constexpr,
-    HAS_RESIDUAL: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)

@@ -2,10 +2,12 @@
 whose algorithm is ``implicit-gemm`` becomes one launch, its weight the conv
 weight as it is ([C_OUT, C_IN / groups, KH, KW]) and its scale and shift
 derivations as parameter slots. The geometry is passed as dim arguments. A
-residual operand becomes the launch's second operand (``r = in1``,
-``HAS_RESIDUAL = 1``); without one ``r`` is bound to the input, which the
-kernel then never reads. Every activation operand and the result pass their
-batch stride (a view's, or one image's size)."""
+residual operand becomes the launch's second operand (``r = in1``, and the
+last dim ``HAS_RESIDUAL = "1"``: a runtime argument, so the variant is the
+same with and without a residual); without one ``r`` is bound to the input,
+which the kernel then never reads (``HAS_RESIDUAL = "0"``). Every activation
+operand and the result pass their batch stride (a view's, or one image's
+size)."""
 
 from __future__ import annotations
 
@@ -52,7 +54,6 @@ def lower_implicit_gemm_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchO
         "BLOCK_N": block_n,
         "BLOCK_K": block_k,
         "ACTIVATION": op.activation,
-        "HAS_RESIDUAL": epilogue.has_residual,
     }
     dims = {
         "B": dim_expr(batch),
@@ -74,6 +75,7 @@ def lower_implicit_gemm_conv(ctx: LoweringContext, op: FusedConv2dOp) -> LaunchO
         "x_batch_stride": batch_stride_expr(op.input),
         "r_batch_stride": epilogue.r_batch_stride,
         "y_batch_stride": batch_stride_expr(op.result),
+        "HAS_RESIDUAL": epilogue.has_residual,
     }
     args = [
         ("x", "in0"),

@@ -30,9 +30,12 @@ def pick_implicit_gemm_tile_sizes(
 
     ``gpu``: ``BLOCK_M`` is 128 when ``m >= 128``, else 64; ``BLOCK_N`` is
     ``n`` rounded up to a power of two, clamped to 16..128; ``BLOCK_K`` is 32
-    when ``k >= 128``, else 16. The largest tiles (128x128x32, 2 stages)
-    buffer 64 KiB of fp32 operands, well inside sm_80's and sm_90's shared
-    memory.
+    when ``k >= 128`` or ``16 < k <= 32``, else 16. A ``k`` of 17..32 (the
+    3-channel 3x3 stem's 27) is then one K step instead of two, with the same
+    padding to 32 that two steps of 16 have, and shares its variant with the
+    ``k >= 128`` layers of the same ``BLOCK_M`` and ``BLOCK_N``. The largest
+    tiles (128x128x32, 2 stages) buffer 64 KiB of fp32 operands, well inside
+    sm_80's and sm_90's shared memory.
 
     ``interpreter``: `interpreter_gather_tiles` (``m`` does not matter: a tile
     spans images). These tiles need not fit a GPU.
@@ -44,7 +47,7 @@ def pick_implicit_gemm_tile_sizes(
         return interpreter_gather_tiles(n, k)
     block_m = 128 if m >= 128 else 64
     block_n = clamp(next_power_of_two(n), MIN_BLOCK, MAX_BLOCK_N)
-    block_k = 32 if k >= 128 else 16
+    block_k = 32 if k >= 128 or 16 < k <= 32 else 16
     return block_m, block_n, block_k
 
 
