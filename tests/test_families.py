@@ -110,6 +110,12 @@ SAMPLES: dict[str, str] = {
         [X4],
         'program "sub %0 %1; mul $0 %2; silu $1"',
     ),
+    "fused_reduce": _one_op(
+        "graph.fused_pointwise",
+        [X4, _t(3, 7, 6), _t()],
+        [_t("?", 3)],
+        'program "sub %0 %1; mul $0 $0; mul $1 %2" reduce mean axes [2, 3]',
+    ),
     "conv1x1_gemm": _fused_conv(3, 5, 1, 1),
     "implicit_gemm_conv": _fused_conv(3, 5, 3, 1),
     "depthwise_conv": _fused_conv(4, 4, 3, 4),
