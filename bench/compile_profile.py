@@ -26,7 +26,7 @@ argument instead of a constexpr (a tile with and without the fused residual
 add is one variant: 4 implicit_gemm_conv variants go) and gives the 3-channel
 stem (K = 27) one K step of BLOCK_K = 32 instead of two of 16 (it then shares
 its variant with a K >= 128 layer: one more goes), 12 variants x 2 = 24
-cubins. Four interleaved before/after pairs at load 0.8-1.4 (the brief's own
+cubins. Four interleaved before/after pairs at load 0.8-1.4 (a quieter
 before, at load 0.4: 18.44 s, 34.5 CPU-s, warm 0.80 s):
 
     ===============================  ======================  ======================
@@ -44,6 +44,14 @@ after the other in one process). The 8 residual cubins and the stem's BLOCK_K
 grows by 0-0.5 s with the runtime branch (an implicit_gemm_conv one costs
 about what its constexpr residual twin did), ~3 s in all, well under what the
 10 cubins fewer save.
+
+What is left (24 cubins, ~24 CPU-s one after another): the implicit_gemm_conv
+tiles 128x16, 128x32, 64x32, 64x64 and 64x128 (x 32, 2 stages) ~13 s,
+conv1x1_gemm's five (including the one without an activation) ~9 s, the SPPF
+max-pool and the upsample ~1.6 s. Halving the cold compile from here needs
+fewer or cheaper GEMM variants: a smaller tile menu, or 1 stage instead of 2
+(measured: ~30% less compile time per variant). Both change the kernels' speed
+on a GPU, which this machine cannot measure, so neither is made.
 
 Warm compile, cProfile: "before" is the tree before issue 26's compile-time
 work, "after" with it, run back to back (load ~3; 17 variants):
