@@ -110,3 +110,32 @@ def centred_statistics(mean, s1, s2, n):
     shift = d1 / n
     m2 = tl.maximum(tl.sum(s2, axis=1) - d1 * shift, 0.0)
     return mean + shift, shift, m2
+
+
+@triton.jit
+def finite_sum_add(acc, nan, pos, neg, v):
+    """One chunk of the row sums (the ``reduce`` and ``fused_reduce`` families):
+    ``v``'s finite values added to ``acc`` lane by lane, and whether a lane saw a
+    NaN, +inf or -inf kept apart in ``nan``, ``pos`` and ``neg`` (int32), so no
+    addition is ever invalid. Masked-off lanes must hold 0 in ``v``."""
+    is_nan = v != v
+    is_pos = v == float("inf")
+    is_neg = v == float("-inf")
+    nan = tl.maximum(nan, is_nan.to(tl.int32))
+    pos = tl.maximum(pos, is_pos.to(tl.int32))
+    neg = tl.maximum(neg, is_neg.to(tl.int32))
+    acc += tl.where(is_nan | is_pos | is_neg, 0.0, v)
+    return acc, nan, pos, neg
+
+
+@triton.jit
+def finite_sum_total(acc, nan, pos, neg):
+    """Each row's sum from `finite_sum_add`'s lanes, as numpy's sum: NaN for a row
+    with a NaN or with both infinities, +inf (-inf) for one with +inf (-inf)
+    only, else the sum of the finite values."""
+    row_sum = tl.sum(acc, axis=1)
+    has_pos = tl.max(pos, axis=1) > 0
+    has_neg = tl.max(neg, axis=1) > 0
+    row_sum = tl.where(has_pos, float("inf"), row_sum)
+    row_sum = tl.where(has_neg, float("-inf"), row_sum)
+    return tl.where((tl.max(nan, axis=1) > 0) | (has_pos & has_neg), float("nan"), row_sum)

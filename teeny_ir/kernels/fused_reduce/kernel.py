@@ -119,20 +119,9 @@ def fused_reduce(
                 other=1.0,
             )
         v = tl.where(mask, program(a0, a1, a2, a3, a4, a5), 0.0)
-        is_nan = v != v
-        is_pos = v == float("inf")
-        is_neg = v == float("-inf")
-        nan = tl.maximum(nan, is_nan.to(tl.int32))
-        pos = tl.maximum(pos, is_pos.to(tl.int32))
-        neg = tl.maximum(neg, is_neg.to(tl.int32))
-        acc += tl.where(is_nan | is_pos | is_neg, 0.0, v)
-    total = tl.sum(acc, axis=1)
-    if MEAN:
+        acc, nan, pos, neg = finite_sum_add(acc, nan, pos, neg, v)  # noqa: F821 - a shared helper
+    total = finite_sum_total(acc, nan, pos, neg)  # noqa: F821 - pasted in by rendering
+    if MEAN:  # the infinities and NaN stay what they are
         total = total / (RB.to(tl.float32) * R.to(tl.float32))
-    has_pos = tl.max(pos, axis=1) > 0
-    has_neg = tl.max(neg, axis=1) > 0
-    total = tl.where(has_pos, float("inf"), total)
-    total = tl.where(has_neg, float("-inf"), total)
-    total = tl.where((tl.max(nan, axis=1) > 0) | (has_pos & has_neg), float("nan"), total)
     y_image = row // Y_IMAGE
     tl.store(y + y_image * y_batch_stride + (row - y_image * Y_IMAGE), total, mask=row_mask)
