@@ -21,11 +21,7 @@ held back) show that the checks catch what they are for.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import subprocess
-import sys
-import textwrap
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -44,6 +40,7 @@ from teeny_ir.kernels.lowering import Unlowerable
 from teeny_ir.reference import SEMANTICS
 from teeny_ir.testing import REDUCTION_TOL, assert_close
 from teeny_ir.testing import kernels as harness
+from teeny_ir.testing.aot_probe import probe
 from teeny_ir.testing.kernels import Case, Results, launch_case, problems
 
 FAMILY = FAMILIES["attention"]
@@ -417,35 +414,6 @@ AOT_VARIANTS = [(5, 3, 1, 8), (400, 400, 32, 64), (400, 400, 256, 256)]
 blocks, heads of 32 and 64, 4 warps) and the widest heads' (32 x 32 blocks of
 256-wide heads, 8 warps)."""
 
-_AOT_SCRIPT = textwrap.dedent(
-    """
-    import json, re, sys
-    from pathlib import Path
-    from teeny_ir.backend import aot
-    from teeny_ir.kernels.families import FAMILIES
-    from teeny_ir.kernels.render import render
-    family = FAMILIES["attention"]
-    directory, variants = Path(sys.argv[1]), json.loads(sys.argv[2])
-    jobs = []
-    for index, (constexprs, warps, stages, arch) in enumerate(variants):
-        name = f"attention_{index}"
-        path = directory / f"{name}.py"
-        path.write_text(render(family, name, constexprs))
-        jobs.append(aot.Job(path, name, family, constexprs, arch, warps, stages))
-    found = []
-    for job, compiled in zip(jobs, aot.compile_all(jobs, workers=1), strict=True):
-        aot.check_shared(compiled)
-        entry = compiled.ptx[compiled.ptx.index(f".entry {job.kernel_name}") :]
-        found.append({
-            "arch": compiled.arch, "warps": compiled.num_warps, "stages": compiled.num_stages,
-            "target": f".target sm_{job.arch}" in compiled.ptx, "elf": compiled.cubin[:4] == b"\\x7fELF",
-            "params": entry[: entry.index(")")].count(".param"), "shared": compiled.shared,
-            "mma": bool(re.search(r"\\bmma\\.sync|wgmma", compiled.ptx)),
-        })
-    print(json.dumps(found))
-    """
-)
-
 
 @pytest.mark.slow
 def test_compiles_ahead_of_time(tmp_path: Path, triton_cache: None) -> None:
@@ -457,14 +425,7 @@ def test_compiles_ahead_of_time(tmp_path: Path, triton_cache: None) -> None:
         constexprs = dict(zip(("BLOCK_M", "BLOCK_N", "BLOCK_DK", "BLOCK_DV"), found, strict=True))
         warps, stages = tiles.launch_config(found[2], found[3])
         variants += [(constexprs, warps, stages, arch) for arch in (80, 90)]
-    done = subprocess.run(
-        [sys.executable, "-c", _AOT_SCRIPT, str(tmp_path), json.dumps(variants)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    compiled = json.loads(done.stdout.strip().splitlines()[-1])
+    compiled = probe("attention", variants, tmp_path)
     assert [(c["arch"], c["warps"], c["stages"]) for c in compiled] == [
         (arch, warps, stages) for _, warps, stages, arch in variants
     ]

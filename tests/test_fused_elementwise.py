@@ -14,9 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import subprocess
-import sys
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,6 +28,7 @@ from teeny_ir.kernels import validator
 from teeny_ir.kernels.families import FAMILIES
 from teeny_ir.kernels.render import RenderError, render
 from teeny_ir.testing import ELEMENTWISE_TOL
+from teeny_ir.testing.aot_probe import probe
 from teeny_ir.testing.kernels import Case, Results, launch_case, lowered, problems
 from teeny_ir.testing.variants import variants
 
@@ -284,49 +282,15 @@ def test_program_parsing() -> None:
 
 # --------------------------------------------------------------------- AOT
 
-_AOT_SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    from pathlib import Path
-    from teeny_ir.backend import aot
-    from teeny_ir.kernels.families import FAMILIES
-    from teeny_ir.kernels.render import render
-    family = FAMILIES["fused_elementwise"]
-    directory, variants = Path(sys.argv[1]), json.loads(sys.argv[2])
-    jobs = []
-    for index, (constexprs, arch) in enumerate(variants):
-        name = f"fused_elementwise_{index}"
-        path = directory / f"{name}.py"
-        path.write_text(render(family, name, constexprs))
-        jobs.append(aot.Job(path, name, family, constexprs, arch, 4, 1))
-    found = []
-    for job, compiled in zip(jobs, aot.compile_all(jobs, workers=1), strict=True):
-        entry = compiled.ptx[compiled.ptx.index(f".entry {job.kernel_name}") :]
-        found.append({
-            "elf": compiled.cubin[:4] == b"\\x7fELF",
-            "params": entry[: entry.index(")")].count(".param"),
-            "lines": compiled.ptx.count("\\n"),
-        })
-    print(json.dumps(found))
-    """
-)
-
 
 def test_compiles_ahead_of_time(tmp_path: Path, triton_cache: None) -> None:
     """One input and six, for sm_80 and sm_90: the ABI's parameters, a cubin."""
     variants = [
-        ({"PROGRAM": program, "INPUTS": inputs, "BLOCK": 1024}, arch)
+        ({"PROGRAM": program, "INPUTS": inputs, "BLOCK": 1024}, 4, 1, arch)
         for program, inputs in [("silu %0", 1), (SPECS[2].program, 6)]
         for arch in (80, 90)
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", _AOT_SCRIPT, str(tmp_path), json.dumps(variants)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    compiled = json.loads(done.stdout.strip().splitlines()[-1])
+    compiled = probe("fused_elementwise", variants, tmp_path)
     assert len(compiled) == 4
     for result in compiled:
         assert result["elf"], result

@@ -15,7 +15,6 @@ remark it gives, and on the fused module computing what the unfused one does.
 from __future__ import annotations
 
 import dataclasses
-import json
 import subprocess
 import sys
 import textwrap
@@ -29,6 +28,7 @@ import teeny_ir
 from teeny_ir import reference
 from teeny_ir.kernels import validator
 from teeny_ir.testing import ELEMENTWISE_TOL
+from teeny_ir.testing.aot_probe import probe
 from teeny_ir.testing.kernels import Case, Results, launch_case, lowered, problems
 
 RNG = np.random.default_rng(2026)
@@ -322,51 +322,20 @@ def test_the_op_round_trips_and_verifies() -> None:
 
 # --------------------------------------------------------------------- AOT
 
-_AOT_SCRIPT = textwrap.dedent(
-    """
-    import json, sys
-    from pathlib import Path
-    from teeny_ir.backend import aot
-    from teeny_ir.kernels.families import FAMILIES
-    from teeny_ir.kernels.render import render
-    family = FAMILIES["fused_reduce"]
-    directory, variants = Path(sys.argv[1]), json.loads(sys.argv[2])
-    jobs = []
-    for index, (constexprs, arch) in enumerate(variants):
-        name = f"fused_reduce_{index}"
-        path = directory / f"{name}.py"
-        path.write_text(render(family, name, constexprs))
-        jobs.append(aot.Job(path, name, family, constexprs, arch, 4, 1))
-    found = []
-    for job, compiled in zip(jobs, aot.compile_all(jobs, workers=1), strict=True):
-        entry = compiled.ptx[compiled.ptx.index(f".entry {job.kernel_name}") :]
-        found.append({
-            "elf": compiled.cubin[:4] == b"\\x7fELF",
-            "params": entry[: entry.index(")")].count(".param"),
-        })
-    print(json.dumps(found))
-    """
-)
-
 
 def test_compiles_ahead_of_time(tmp_path: Path, triton_cache: None) -> None:
     """Two inputs and six, sum and mean, for sm_80 and sm_90: a cubin each."""
     variants = [
         (
             {"PROGRAM": program, "INPUTS": inputs, "MEAN": mean, "BLOCK_ROWS": 2, "BLOCK_R": 1024},
+            4,
+            1,
             arch,
         )
         for program, inputs, mean in [(SPECS[0].program, 2, 1), (SPECS[7].program, 6, 0)]
         for arch in (80, 90)
     ]
-    done = subprocess.run(
-        [sys.executable, "-c", _AOT_SCRIPT, str(tmp_path), json.dumps(variants)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr
-    compiled = json.loads(done.stdout.strip().splitlines()[-1])
+    compiled = probe("fused_reduce", variants, tmp_path)
     assert [c["elf"] for c in compiled] == [True] * 4
     # The ABI's 7 pointers and 25 dims, plus Triton's scratch pointers.
     assert all(c["params"] >= 32 for c in compiled), compiled
